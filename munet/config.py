@@ -111,45 +111,17 @@ class AgentConfig:
             self, for chaining.
 
         Raises:
-            ConfigError: a default outside its mutation range, a mutation range without a
-                default, or a non-positive size.
+            ConfigError: a field or hparam of the wrong type or out of range (naming the field,
+                the value and what is allowed), a default outside its mutation range, a
+                mutation range without a default, or an unknown model.
         """
+        from munet.config_rules import check_config
         from munet.models.arch import vit_sizes
 
+        # Types and ranges of every field and hparam (munet.config_rules), then the rest.
+        check_config(self)
         if self.model not in vit_sizes():
             raise ConfigError(f"unknown model {self.model!r}; known: {', '.join(vit_sizes())}")
-        for key, default in self.hparams_defaults.items():
-            values = self.hparams_mutation_ranges.get(key)
-            if values is not None and default not in values:
-                raise ConfigError(
-                    f"hparams_defaults.{key}={default!r} is not in its mutation range {values}"
-                )
-        for key, values in self.hparams_mutation_ranges.items():
-            if key not in self.hparams_defaults:
-                raise ConfigError(
-                    f"hparams_mutation_ranges.{key} has no default in hparams_defaults"
-                )
-            if not isinstance(values, list) or not values:
-                raise ConfigError(f"hparams_mutation_ranges.{key} must be a non-empty list")
-        for name in (
-            "batch_size",
-            "num_train_examples_between_validations_max",
-            "num_validations_per_path_training",
-            "num_validation_examples_max",
-            "num_samples_per_cycle",
-            "max_task_population_size",
-        ):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
-        if not 0.0 < self.scorer.scale_factor <= 1.0:
-            raise ConfigError(
-                f"scorer.scale_factor must be in (0, 1], got {self.scorer.scale_factor}"
-            )
-        for name in self.force_mutations:
-            if not (name.startswith("hp:") or name.startswith("clone:")):
-                raise ConfigError(
-                    f"force_mutations entry {name!r}: expected 'hp:KEY' or 'clone:COMPONENT'"
-                )
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -161,10 +133,10 @@ class AgentConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AgentConfig:
-        """Builds a config from :meth:`to_dict` output.
+        """Builds a validated config from :meth:`to_dict` output (e.g. a stored state's).
 
         Raises:
-            ConfigError: unknown or missing keys.
+            ConfigError: unknown or missing keys, or a value of the wrong type or range.
         """
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
@@ -179,11 +151,15 @@ class AgentConfig:
                 raise ConfigError(
                     f"unknown scorer keys {bad}; known: {', '.join(sorted(scorer_known))}"
                 )
-            values["scorer"] = ScorerConfig(**scorer)
+            try:
+                values["scorer"] = ScorerConfig(**scorer)
+            except TypeError as err:
+                raise ConfigError(f"invalid scorer config: {err}") from None
         try:
-            return cls(**values)
+            config = cls(**values)
         except TypeError as err:
             raise ConfigError(f"invalid config: {err}") from None
+        return config.validate()
 
     @classmethod
     def from_json(cls, text: str) -> AgentConfig:

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 
 import pytest
@@ -136,7 +137,7 @@ def test_unknown_override_key_lists_close_matches():
         ("opt_nesterov=maybe", r"expected a boolean"),
         ("batch_size", r"expects KEY=VALUE"),
         ("opt_lr=0.03", r"opt_lr=0.03 is not in its mutation range"),
-        ("batch_size=0", r"batch_size must be positive"),
+        ("batch_size=0", r"batch_size=0: expected an int >= 1"),
         ("hparams_mutation_ranges.opt_lr=0.1", r"expected a list"),
     ],
 )
@@ -169,3 +170,97 @@ def test_seed_presets_agree_with_the_checkpoint_registry(name):
     assert config.model == spec.size
     assert config.hparams_defaults["num_layers"] == spec.num_layers
     assert config.hparams_defaults["ds_image_size"] == spec.image_size
+
+
+# Item 4 of issue 17: every field's type and range is checked when a config is built or loaded.
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ("eval_batch_size=-1", r"eval_batch_size=-1: expected an int >= 0"),
+        ("num_threads=-2", r"num_threads=-2: expected an int >= 0"),
+        ("max_devices=-1", r"max_devices=-1: expected an int >= 0"),
+        ("seed=-5", r"seed=-5: expected an int >= 0"),
+        ("num_samples_per_cycle=0", r"num_samples_per_cycle=0: expected an int >= 1"),
+        ("max_task_population_size=-3", r"max_task_population_size=-3: expected an int >= 1"),
+        ("num_validation_examples_max=0", r"num_validation_examples_max=0"),
+        ("immutability_rtol=-0.1", r"immutability_rtol=-0.1: expected a finite number in \[0"),
+        ("immutability_rtol=nan", r"immutability_rtol=nan"),
+        ("scorer.scale_factor=1.5", r"scorer.scale_factor=1.5: expected a finite number in \(0"),
+        ("scorer.base_flops=-1", r"scorer.base_flops=-1.0: expected a finite number in \[0"),
+        ("scorer.base_accounted_params=inf", r"scorer.base_accounted_params=inf"),
+        ('force_mutations=["bogus"]', r"force_mutations=\['bogus'\]: expected a list of 'hp:"),
+        ("force_mutations=[3]", r"force_mutations=\[3\]"),
+        ("name=", r"name='': expected a non-empty identifier"),
+        ("hparams_mutation_ranges._mu_=[0.2, 3]", r"_mu_ entry=3: expected a finite number in"),
+        ("hparams_mutation_ranges.opt_lr=[]", r"opt_lr=\[\]: expected a non-empty list"),
+        (
+            "hparams_mutation_ranges.opt_lr=[0.1, -1, 0.02]",
+            r"hparams_mutation_ranges.opt_lr entry=-1: expected a finite number in \(0, inf\)",
+        ),
+        ("opt_lr_schedule=fastest", r"opt_lr_schedule='fastest': expected one of 'constant'"),
+    ],
+)
+def test_nonsense_values_name_the_field_the_value_and_what_is_allowed(item, message):
+    with pytest.raises(ConfigError, match=message):
+        apply_overrides(get_preset("VitCpu"), [item])
+
+
+def test_a_stored_config_with_a_bad_type_is_refused_on_load():
+    data = get_preset("VitCpu").to_dict()
+    data["batch_size"] = "32"
+    with pytest.raises(ConfigError, match=r"batch_size='32': expected an int >= 1"):
+        AgentConfig.from_dict(data)
+    data = get_preset("VitCpu").to_dict()
+    data["test_immutability"] = 1
+    with pytest.raises(ConfigError, match=r"test_immutability=1: expected true or false"):
+        AgentConfig.from_dict(data)
+    data = get_preset("VitCpu").to_dict()
+    data["hparams_defaults"]["opt_nesterov"] = "yes"
+    data["hparams_mutation_ranges"]["opt_nesterov"] = ["yes", False]
+    with pytest.raises(ConfigError, match=r"hparams_defaults.opt_nesterov='yes'"):
+        AgentConfig.from_dict(data)
+    data = get_preset("VitCpu").to_dict()
+    data["scorer"] = {"scale_factor": 0.5, "bogus": 1}
+    with pytest.raises(ConfigError, match="unknown scorer keys"):
+        AgentConfig.from_dict(data)
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_every_field_of_every_preset_has_a_rule_and_passes_it(name):
+    from munet.config_rules import FIELD_RULES, HPARAM_RULES, check_config
+
+    config = get_preset(name)
+    fields = {f.name for f in dataclasses.fields(config)}
+    fields |= {f"scorer.{f.name}" for f in dataclasses.fields(config.scorer)}
+    # A new field needs a rule in munet.config_rules (a type-of-default check is the fallback).
+    assert sorted(fields - set(FIELD_RULES)) == []
+    # Every hparam of a preset has a typed rule too, and its default lies in its range.
+    assert sorted(set(config.hparams_defaults) - set(HPARAM_RULES)) == []
+    check_config(config)
+    for key, values in config.hparams_mutation_ranges.items():
+        assert config.hparams_defaults[key] in values
+
+
+def test_a_field_without_a_rule_is_checked_against_the_type_of_its_default():
+    from munet.config_rules import check_fields
+
+    @dataclasses.dataclass
+    class Extended:
+        new_count: int = 3
+        new_ratio: float = 0.5
+        new_flag: bool = False
+
+    check_fields(Extended())
+    with pytest.raises(ConfigError, match=r"new_count='3': expected an int"):
+        check_fields(Extended(new_count="3"))
+    with pytest.raises(ConfigError, match=r"new_ratio=nan: expected a finite number"):
+        check_fields(Extended(new_ratio=float("nan")))
+    with pytest.raises(ConfigError, match=r"new_flag=0: expected true or false"):
+        check_fields(Extended(new_flag=0))
+
+
+def test_the_rules_know_the_optimizers_lr_schedules():
+    from munet.config_rules import LR_SCHEDULES
+    from munet.training.optim import LR_SCHEDULES as OPTIM_SCHEDULES
+
+    assert tuple(LR_SCHEDULES) == tuple(OPTIM_SCHEDULES)

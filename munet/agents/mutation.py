@@ -96,10 +96,21 @@ class MutationDecision:
             return f"p={self.previous_probability:g}->{self.probability:g}"
         return f"p={self.probability:g}"
 
+    @property
+    def changed(self) -> bool:
+        """Whether the decision changes something: fired, and for ``hp:`` mutations moved the
+        value (one clamped at the end of its range fired but changed nothing)."""
+        return self.fired and not (self.name.startswith("hp:") and self.before == self.after)
+
     def describe(self) -> str:
         """One log line: ``opt_lr : 0.02 --- (incremental, p=0.2) --> 0.05``."""
         if self.name.startswith("hp:"):
             key = self.name[3:]
+            if self.fired and not self.changed:
+                return (
+                    f"{key} : {self.before!r} (kept: clamped at the end of its range, "
+                    f"{self.probability_text()})"
+                )
             if self.fired:
                 return (
                     f"{key} : {self.before!r} --- (incremental, {self.probability_text()}) "

@@ -45,14 +45,15 @@ def leaderboard_rows(store: SystemStore, agent_classes: Iterable[str] | None = N
     """One row per path each agent published in its latest end-of-cycle state, with the
     metrics (score, accounted params, ...) as the agent recorded them when it committed.
 
-    Only manifests are read (no tensors), so this is cheap on a large system.
+    Only manifests and shard headers are read (no tensors), so this is cheap on a large
+    system; a damaged state is skipped with one warning in favour of the agent's previous one.
     """
     rows = []
     for agent_id in store.agent_ids(agent_classes):
-        state = store.latest_state(agent_id, end_of_cycle=True)
-        if state is None:
+        found = store.latest_good_state(agent_id, end_of_cycle=True, verify="structure")
+        if found is None:
             continue
-        manifest = store.read_manifest(state)
+        _state, manifest = found
         for full_id in manifest.get("published", []):
             record = manifest["paths"][full_id]
             if record["agent_id"] != agent_id:

@@ -196,7 +196,7 @@ class SinglepathAgent:
         self.progress = progress
         self.echo = echo or log.info
         self.policy = MutationPolicy.from_config(config)
-        self._posembed_cache: dict[int, dict[str, torch.Tensor]] = {}
+        self._posembed_cache: dict[tuple[str, int], dict[str, torch.Tensor]] = {}
 
     # Population -----------------------------------------------------------------------------
     def _scorer(self) -> ScorerDecay:
@@ -334,7 +334,7 @@ class SinglepathAgent:
         ds_hparams, ds_decisions = self.sample_ds_hparams(population, rng)
         ds_hparams["num_classes"] = self.task.num_classes
         for decision in ds_decisions:
-            log.log(_level(decision.fired), "generation ds hparams: %s", decision.describe())
+            log.log(_level(decision.changed), "generation ds hparams: %s", decision.describe())
         paths = []
         for device_index in range(len(self.devices)):
             path = self.sample_path(
@@ -443,10 +443,10 @@ class SinglepathAgent:
                     ds_hparams[decision.name[3:]],
                 )
         for decision in [*own, *clone_decisions]:
-            log.log(_level(decision.fired), "path %s: %s", path.full_id, decision.describe())
+            log.log(_level(decision.changed), "path %s: %s", path.full_id, decision.describe())
         for picked in choices:
             log.debug("path %s: %s", path.full_id, picked.describe())
-        fired = [d.describe() for d in [*own, *clone_decisions] if d.fired]
+        fired = [d.describe() for d in [*own, *clone_decisions] if d.changed]
         # The audit trail travels with the path (history CSV, manifests).
         path.metrics["mutations"] = [*choice.log[-1:], *fired]
         path.metrics["reuse"] = _reuse_summary(choices)
@@ -477,22 +477,25 @@ class SinglepathAgent:
         self, arch: VitArch, image_size: int, parent: Path
     ) -> dict[str, torch.Tensor]:
         """Position embeddings for a new image size: the root checkpoint's (when configured),
-        else the lineage root's, resized to the new grid (cached per image size)."""
-        if image_size not in self._posembed_cache:
+        else the lineage root's, resized to the new grid (cached per source and image size:
+        two roots of one class have different embeddings)."""
+        root = parent
+        while root.parent is not None:
+            root = root.parent
+        source_id = self.config.checkpoint_path or root.full_id
+        key = (source_id, image_size)
+        if key not in self._posembed_cache:
             if self.config.checkpoint_path:
                 headless = arch.replace(num_layers=0, num_classes=0)
                 tensors = load_checkpoint(self.config.checkpoint_path, headless, image_size)[
                     "posembed_input"
                 ]
             else:
-                root = parent
-                while root.parent is not None:
-                    root = root.parent
                 source = next(c for c in root.comps_only() if c.name == "posembed_input")
                 pos = source.tensors["pos_embedding"]
                 tensors = {"pos_embedding": resize_posembed(pos, arch.grid_size(image_size))}
-            self._posembed_cache[image_size] = tensors
-        return {k: v.clone() for k, v in self._posembed_cache[image_size].items()}
+            self._posembed_cache[key] = tensors
+        return {k: v.clone() for k, v in self._posembed_cache[key].items()}
 
     # Training -------------------------------------------------------------------------------
     def train_paths(self, population: Population, paths: list[Path], data_seed: int) -> TrainStats:
@@ -646,7 +649,8 @@ class SinglepathAgent:
                 parent_quality = parent_score = "NEW"
             verdict = "admitted" if path.metrics.get("improved") else "dropped"
             if "failure" in path.metrics:
-                verdict = f"dropped ({path.metrics['failure']})"
+                kept = ": best validation kept" if path.metrics.get("improved") else ""
+                verdict = f"{verdict} ({path.metrics['failure']}{kept})"
             lines.append(
                 f"  path {path.id} <- {parent.full_id if parent else '-'}  "
                 f"quality {parent_quality} -> {path.metrics.get('quality', float('nan')):.4f}  "

@@ -3,6 +3,10 @@
 Each command group lives in its own module here and exposes `register(subparsers)`, which adds
 its subcommands and sets `func` (called with the parsed args; returns an exit code or None).
 Heavy imports happen inside the handlers, so `munet --help` stays fast.
+
+Expected failures (bad values, a locked agent, a read-only or full disk, a damaged state) end
+as one line with a distinct exit code (see munet.cli.errors); `--debug`, anywhere on the
+command line, adds the traceback.
 """
 
 from __future__ import annotations
@@ -10,9 +14,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
+
+from munet.cli.errors import report_failure
 
 # Modules of this package that contribute subcommands, in the order `munet --help` lists them.
-COMMAND_MODULES = ("agents", "checkpoint", "tasks", "nasbench", "es")
+COMMAND_MODULES = ("agents", "doctor", "checkpoint", "tasks", "nasbench", "es")
+DEBUG_FLAG = "--debug"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,23 +28,40 @@ def build_parser() -> argparse.ArgumentParser:
         prog="munet",
         description="Evolve modular multitask ML systems of shared ViT components.",
     )
+    parser.add_argument(
+        DEBUG_FLAG,
+        action="store_true",
+        help="show tracebacks of errors (also accepted after the command)",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f"munet.cli.{name}").register(subparsers)
     return parser
 
 
+def _one_line_warnings(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings as `munet: warning: ...` lines (no source location: the user runs a command)."""
+    print(f"munet: warning: {message}", file=file or sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = DEBUG_FLAG in argv
+    argv = [a for a in argv if a != DEBUG_FLAG]
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 2
+    previous_showwarning = warnings.showwarning
+    if not debug:
+        warnings.showwarning = _one_line_warnings
     try:
         code = args.func(args)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except (Exception, KeyboardInterrupt) as err:  # noqa: BLE001  (classified, never silent)
+        return report_failure(err, debug, getattr(args, "state_dir", None))
+    finally:
+        warnings.showwarning = previous_showwarning
     return int(code or 0)
 
 

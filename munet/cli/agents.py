@@ -65,6 +65,11 @@ def _fail(message: object) -> int:
     return 2
 
 
+def _quiet_echo(args: argparse.Namespace):
+    """Where per-generation lines go: stdout, or nowhere with `-q` (warnings still show)."""
+    return (lambda _line: None) if args.quiet else print
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds `root`, `run`, `leaderboard` and `demo`."""
     from munet.config import DEFAULT_DEMO_CYCLES, DEFAULT_DEMO_STATE_DIR
@@ -143,27 +148,27 @@ def _root(args: argparse.Namespace) -> int:
     _setup_logging(args)
     try:
         config = resolve_config(args.agent, args.overrides)
-        path = create_root_model(config, args.state_dir, args.root)
-    except (ConfigError, ValueError) as err:
+    except ConfigError as err:
         return _fail(err)
+    # Store and OS errors (locked, read-only, disk full, ...) are one line each, by main().
+    path = create_root_model(config, args.state_dir, args.root)
     print(f"root model {path.full_id} ({path.num_params()} params) in {args.state_dir}")
     return 0
 
 
 def _run(args: argparse.Namespace) -> int:
     from munet.agents.runner import resolve_config
-    from munet.agents.singlepath import AgentError, SinglepathAgent
-    from munet.config import ConfigError
-    from munet.system import AgentLockedError, SystemStore
+    from munet.agents.singlepath import SinglepathAgent
+    from munet.system import SystemStore
 
     _setup_logging(args)
-    try:
-        store = SystemStore(args.state_dir)
-        config = resolve_config(args.agent, args.overrides, store, args.task)
-        agent = SinglepathAgent(config, args.task, store, progress=args.progress, echo=print)
-        report = agent.run(args.cycles)
-    except (ConfigError, AgentError, AgentLockedError, ValueError, ImportError) as err:
-        return _fail(err)
+    # Every failure (bad config, locked agent, damaged state, full disk) is one line: main().
+    store = SystemStore(args.state_dir)
+    config = resolve_config(args.agent, args.overrides, store, args.task)
+    agent = SinglepathAgent(
+        config, args.task, store, progress=args.progress, echo=_quiet_echo(args)
+    )
+    report = agent.run(args.cycles)
     best = report.best
     if best is not None:
         print(
@@ -183,27 +188,22 @@ def _leaderboard(args: argparse.Namespace) -> int:
 
     if "://" not in args.state_dir and not os.path.isdir(args.state_dir):
         return _fail(f"no state dir at {args.state_dir!r}")
-    rows = leaderboard_rows(SystemStore(args.state_dir), args.agent)
+    rows = leaderboard_rows(SystemStore(args.state_dir), args.agent)  # skips damaged states
     print(format_leaderboard(rows, args.format))
     return 0
 
 
 def _demo(args: argparse.Namespace) -> int:
     from munet.agents.demo import run_demo
-    from munet.agents.singlepath import AgentError
-    from munet.config import DEMO_TASKS, ConfigError
-    from munet.system import AgentLockedError
+    from munet.config import DEMO_TASKS
 
     _setup_logging(args, default=logging.WARNING)
-    try:
-        run_demo(
-            args.state_dir,
-            cycles=args.cycles,
-            tasks=args.tasks or DEMO_TASKS,
-            overrides=args.overrides,
-            progress=args.progress,
-            workers=args.workers,
-        )
-    except (ConfigError, AgentError, AgentLockedError, ValueError) as err:
-        return _fail(err)
+    run_demo(
+        args.state_dir,
+        cycles=args.cycles,
+        tasks=args.tasks or DEMO_TASKS,
+        overrides=args.overrides,
+        progress=args.progress,
+        workers=args.workers,
+    )
     return 0

@@ -66,6 +66,7 @@ from munet.system.errors import (
     LockNotHeldError,
     StateExistsError,
     SystemStateError,
+    UnsafePathError,
 )
 from munet.system.fs import FsspecFS, LocalFS, StateFS, open_state_fs
 from munet.system.lock import AgentLock
@@ -107,6 +108,7 @@ __all__ = [
     "StateFS",
     "StateRef",
     "SystemStateError",
+    "UnsafePathError",
     "SystemStore",
     "agent_class_name",
     "agent_task_name",

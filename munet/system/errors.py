@@ -29,3 +29,7 @@ class CorruptStateError(SystemStateError):
 
 class ComponentCorruptError(CorruptStateError):
     """A component's tensors do not match the checksum recorded when they were written."""
+
+
+class UnsafePathError(SystemStateError):
+    """An entry of the state dir is a symbolic link (never followed) or lies outside it."""

@@ -12,10 +12,18 @@ from __future__ import annotations
 import mmap
 import os
 import shutil
+import stat
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 import fsspec
+
+from munet.system.errors import UnsafePathError
+
+# Opening with O_NOFOLLOW fails (ELOOP) when the last path component is a symbolic link;
+# the folders above it are checked with lstat (`LocalFS._refuse_links`).
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 class StateFS(ABC):
@@ -79,64 +87,129 @@ class StateFS(ABC):
 
 
 class LocalFS(StateFS):
-    """Local (POSIX) disk: fsync'ed writes, atomic renames, memory-mapped reads."""
+    """Local (POSIX) disk: fsync'ed writes, atomic renames, memory-mapped reads.
+
+    Nothing under `root` is followed through a symbolic link: every operation first checks
+    (lstat) each entry between the root and its target, and files are opened with O_NOFOLLOW,
+    so a link planted in the state dir (say `.lock -> ~/.bashrc`) is refused with
+    `UnsafePathError` instead of being read, truncated or written through. The root itself
+    may be a link (it is resolved once, when the store opens).
+
+    Args:
+        root: the state dir; None checks only the last component of each path.
+    """
 
     atomic_rename = True
+
+    def __init__(self, root: str | None = None) -> None:
+        self.root = None if root is None else os.path.abspath(root)
 
     def join(self, *parts: str) -> str:
         return os.path.join(*parts)
 
+    def _refuse_links(self, path: str) -> None:
+        """Raise `UnsafePathError` if an existing entry from the root down to `path` is a link."""
+        if self.root is None:
+            candidates = [path]
+        else:
+            relative = os.path.relpath(path, self.root)
+            if relative == os.curdir:
+                return
+            if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+                raise UnsafePathError(f"{path} is outside the state dir {self.root}")
+            candidates = []
+            current = self.root
+            for part in relative.split(os.sep):
+                current = os.path.join(current, part)
+                candidates.append(current)
+        for candidate in candidates:
+            try:
+                mode = os.lstat(candidate).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                return  # Nothing further down exists either.
+            if stat.S_ISLNK(mode):
+                raise UnsafePathError(_link_message(candidate, self.root))
+
+    def _open(self, path: str, flags: int, mode: int = 0o644) -> int:
+        self._refuse_links(path)
+        try:
+            return os.open(path, flags | _NOFOLLOW | _CLOEXEC, mode)
+        except OSError as err:
+            # ELOOP: the link appeared after the check (or the platform reports it so).
+            if os.path.islink(path):
+                raise UnsafePathError(_link_message(path, self.root)) from None
+            raise err
+
     def listdir(self, path: str) -> list[str]:
+        self._refuse_links(path)
         try:
             return sorted(os.listdir(path))
         except (FileNotFoundError, NotADirectoryError):
             return []
 
     def exists(self, path: str) -> bool:
-        return os.path.exists(path)
+        self._refuse_links(path)
+        return os.path.lexists(path)
+
+    def is_link(self, path: str) -> bool:
+        """Whether `path` itself is a symbolic link (not followed)."""
+        return os.path.islink(path)
 
     def makedirs(self, path: str) -> None:
+        self._refuse_links(path)
         os.makedirs(path, exist_ok=True)
+        self._refuse_links(path)  # A link planted meanwhile would have been followed.
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        with open(path, "wb") as f:
+        fd = self._open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
 
     def write_with(self, path: str, write: Callable[[str], None], data: Callable[[], bytes]):
-        # Let the writer stream to disk (no second copy in memory), then make it durable.
+        # Let the writer stream to disk (no second copy in memory), then make it durable. The
+        # file is created here first (no-follow), so the writer never opens a planted link.
+        os.close(self._open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC))
         write(path)
-        fd = os.open(path, os.O_RDONLY)
+        fd = self._open(path, os.O_RDONLY)
         try:
             os.fsync(fd)
         finally:
             os.close(fd)
 
     def read_bytes(self, path: str) -> bytes:
-        with open(path, "rb") as f:
+        with os.fdopen(self._open(path, os.O_RDONLY), "rb") as f:
             return f.read()
 
     def read_range(self, path: str, start: int, end: int) -> bytes:
-        with open(path, "rb") as f:
+        with os.fdopen(self._open(path, os.O_RDONLY), "rb") as f:
             f.seek(start)
             return f.read(end - start)
 
     def size(self, path: str) -> int:
-        return os.path.getsize(path)
+        self._refuse_links(path)
+        return os.lstat(path).st_size
 
     def rename(self, src: str, dst: str) -> None:
         # os.rename of a directory onto a missing name is atomic on POSIX; it fails (rather
-        # than merging) if dst exists and is not empty.
+        # than merging) if dst exists and is not empty. It renames a link itself, never its
+        # target, but links are refused anyway.
+        self._refuse_links(src)
+        self._refuse_links(dst)
         os.rename(src, dst)
         self.sync_dir(os.path.dirname(dst))
 
     def remove_tree(self, path: str) -> None:
+        # rmtree never follows links (it removes them, or refuses a link as its top).
+        if os.path.islink(path):
+            os.unlink(path)
+            return
         shutil.rmtree(path, ignore_errors=True)
 
     def sync_dir(self, path: str) -> None:
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            fd = self._open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         except OSError:
             return
         try:
@@ -150,11 +223,28 @@ class LocalFS(StateFS):
         if end <= start:
             return None
         aligned = start - start % mmap.ALLOCATIONGRANULARITY
-        with open(path, "rb") as f:
+        fd = self._open(path, os.O_RDONLY)
+        try:
             # ACCESS_COPY: pages are read from the file on demand and writes stay private to
             # this map, so tensors built on it are writable without ever touching the file.
-            mapped = mmap.mmap(f.fileno(), end - aligned, offset=aligned, access=mmap.ACCESS_COPY)
+            mapped = mmap.mmap(fd, end - aligned, offset=aligned, access=mmap.ACCESS_COPY)
+        finally:
+            os.close(fd)  # The map keeps its own reference to the file.
         return mapped, start - aligned
+
+
+def _link_message(path: str, root: str | None) -> str:
+    try:
+        target = os.readlink(path)
+    except OSError:
+        target = "?"
+    resolved = os.path.realpath(path)
+    inside = root is not None and (resolved == root or resolved.startswith(root + os.sep))
+    where = "inside" if inside else "outside"
+    return (
+        f"{path} is a symbolic link (to {target}, {where} the state dir); munet never follows "
+        "links in a state dir: remove the link (or replace it with the real file or folder)"
+    )
 
 
 class FsspecFS(StateFS):
@@ -207,6 +297,8 @@ def open_state_fs(root: str | os.PathLike[str]) -> tuple[StateFS, str]:
     root = os.fspath(root)
     if "://" not in root or root.startswith("file://"):
         local = root[len("file://") :] if root.startswith("file://") else root
-        return LocalFS(), os.path.abspath(local)
+        # The root itself may be a link (a user's choice); what lies under it may not.
+        resolved = os.path.realpath(local)
+        return LocalFS(resolved), resolved
     fs, path = fsspec.core.url_to_fs(root)
     return FsspecFS(fs), path.rstrip("/")

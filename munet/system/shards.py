@@ -182,13 +182,15 @@ class ShardReader:
         raw = self.fs.read_range(self.path, start, stop)
         return torch.frombuffer(bytearray(raw), dtype=torch.uint8), 0
 
-    def read_component(self, key: str, spec: TensorSpec, sha256: str) -> Tensors:
-        """The component's tensors, checked against the index and the checksum.
+    def check_component(self, key: str, spec: TensorSpec) -> dict[str, tuple[int, int]]:
+        """Check the shard's header holds the component's tensors, without reading their data.
+
+        Returns:
+            Each tensor's data offsets.
 
         Raises:
-            ComponentCorruptError: a tensor is missing, of another shape or dtype, or the
-                checksum differs (naming the component and the shard).
-            CorruptStateError: the shard itself cannot be read.
+            ComponentCorruptError: a tensor is missing, of another shape, dtype or size.
+            CorruptStateError: the shard itself is missing, truncated or has a bad header.
         """
         header = self._load_header()
         where = f"component {key} in shard {self.display}"
@@ -211,6 +213,20 @@ class ShardReader:
                     f"{where}: tensor {name!r} has {end - begin} bytes, expected {expected_bytes}"
                 )
             offsets[name] = (begin, end)
+        return offsets
+
+    def read_component(
+        self, key: str, spec: TensorSpec, sha256: str, check_checksum: bool = True
+    ) -> Tensors:
+        """The component's tensors, checked against the index and (unless `check_checksum` is
+        False, for a component verified before) the checksum.
+
+        Raises:
+            ComponentCorruptError: a tensor is missing, of another shape or dtype, or the
+                checksum differs (naming the component and the shard).
+            CorruptStateError: the shard itself cannot be read.
+        """
+        offsets = self.check_component(key, spec)
         # One span per component (its tensors are written next to each other).
         span_begin = min((b for b, _ in offsets.values()), default=0)
         span_end = max((e for _, e in offsets.values()), default=0)
@@ -220,7 +236,7 @@ class ShardReader:
             begin, end = offsets[name]
             first = shift + begin - span_begin
             tensors[name] = span[first : first + end - begin].view(dtype).reshape(shape)
-        got = tensors_checksum(tensors)
+        got = tensors_checksum(tensors) if check_checksum else sha256
         if got != sha256:
             raise ComponentCorruptError(
                 f"component {key} in shard {self.display} failed its checksum "

@@ -42,9 +42,11 @@ from munet.system.errors import (
     CorruptStateError,
     LockNotHeldError,
     StateExistsError,
+    SystemStateError,
 )
 from munet.system.fs import LocalFS, StateFS, open_state_fs
 from munet.system.history import csv_to_rows, rows_to_csv
+from munet.system.integrity import check_components, check_manifest, check_verify_level
 from munet.system.lock import AgentLock
 from munet.system.naming import (
     agent_class_name,
@@ -170,6 +172,9 @@ class SystemStore:
         self._locks: dict[str, AgentLock] = {}
         self._readers: dict[str, ShardReader] = {}
         self._readers_lock = threading.Lock()
+        #: (shard file, component key, sha256) of components whose checksum was verified.
+        self.verified_components: set[tuple[str, str, str]] = set()
+        self._warned: set[str] = set()
 
     def __repr__(self) -> str:
         return f"SystemStore({self.root!r})"
@@ -506,7 +511,8 @@ class SystemStore:
         return index, to_write
 
     # Loading --------------------------------------------------------------------------------
-    def _reader(self, relative_file: str) -> ShardReader:
+    def shard_reader(self, relative_file: str) -> ShardReader:
+        """The (cached) reader of a shard, given relative to the state root."""
         with self._readers_lock:
             reader = self._readers.get(relative_file)
             if reader is None:
@@ -514,17 +520,31 @@ class SystemStore:
                 self._readers[relative_file] = reader
             return reader
 
-    def _lazy_component(self, key: str, entry: Mapping[str, Any]) -> Component:
-        name, owner, component_id = parse_component_key(key)
+    def lazy_component(self, key: str, entry: Mapping[str, Any]) -> Component:
+        """A component of a manifest's index whose tensors are read (and checked) on first use.
+
+        Raises:
+            CorruptStateError: a malformed index entry or a file reference escaping the root.
+        """
+        try:
+            name, owner, component_id = parse_component_key(key)
+        except ValueError as e:
+            raise CorruptStateError(f"bad component key in the index: {e}") from None
         try:
             spec = spec_from_json(entry["tensors"])
-            location = ComponentLocation(str(entry["file"]), str(entry["sha256"]))
-        except (KeyError, TypeError, ValueError) as e:
+            if not isinstance(entry["file"], str) or not isinstance(entry["sha256"], str):
+                raise TypeError("file and sha256 must be strings")
+            location = ComponentLocation(entry["file"], entry["sha256"])
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise CorruptStateError(f"component {key}: bad index entry ({e})") from None
         self._abs(location.file)  # Refuse references escaping the state dir up front.
 
         def load() -> dict:
-            return self._reader(location.file).read_component(key, spec, location.sha256)
+            # Verified at load by this store (committed shards never change): skip the rehash.
+            verified = (location.file, key, location.sha256) in self.verified_components
+            return self.shard_reader(location.file).read_component(
+                key, spec, location.sha256, check_checksum=not verified
+            )
 
         return Component(
             name,
@@ -536,24 +556,62 @@ class SystemStore:
             location=location,
         )
 
-    def _read_latest_manifest(
-        self, agent_id: str, end_of_cycle: bool, strict: bool
+    def warn_once(self, message: str, stacklevel: int = 2) -> None:
+        """Warn about a damaged state once per store object (loads repeat every cycle)."""
+        if message in self._warned:
+            return
+        self._warned.add(message)
+        warnings.warn(message, stacklevel=stacklevel + 1)
+
+    def latest_good_state(
+        self,
+        agent_id: str,
+        *,
+        end_of_cycle: bool = False,
+        strict: bool = False,
+        verify: str = "checksums",
     ) -> tuple[StateRef, dict[str, Any]] | None:
-        """Latest readable state; older end-of-cycle states are tried when one is unreadable
-        (others' states), or the error is raised (own state, `strict`)."""
+        """The agent's latest whole state and its manifest, checked at level `verify`
+        (see munet.system.integrity: `none`, `structure`, `checksums`).
+
+        A damaged state is skipped with one warning naming the file and the problem, in favour
+        of the agent's previous state (`strict=False`, for other agents' states); with
+        `strict` (an agent's own state) the error is raised instead.
+
+        Returns:
+            (state, manifest), or None when the agent has no whole state.
+
+        Raises:
+            SystemStateError: with `strict`, the latest state is damaged.
+        """
+        check_verify_level(verify)
         for _attempt in range(3):
-            states = [s for s in self.list_states(agent_id) if s.end_of_cycle or not end_of_cycle]
+            try:
+                states = [
+                    s for s in self.list_states(agent_id) if s.end_of_cycle or not end_of_cycle
+                ]
+            except (SystemStateError, OSError) as e:
+                if strict:
+                    raise
+                self.warn_once(f"skipping agent {agent_id}: {e}", stacklevel=3)
+                return None
             vanished = False
             for state in reversed(states):
                 try:
-                    return state, self.read_manifest(state)
-                except CorruptStateError as e:
+                    manifest = self.read_manifest(state)
+                    check_manifest(self, state, manifest)
+                    check_components(self, state, manifest, verify)
+                    return state, manifest
+                except (SystemStateError, OSError) as e:
                     if not self.fs.exists(self.fs.join(self.agent_dir(agent_id), state.name)):
                         vanished = True  # Deleted by its owner meanwhile: list again.
                         break
                     if strict:
                         raise
-                    warnings.warn(f"skipping unreadable state: {e}", stacklevel=3)
+                    text = str(e)
+                    if not text.startswith(f"state {state.relative_dir}"):
+                        text = f"state {state.relative_dir}: {text}"
+                    self.warn_once(f"skipping damaged {text}", stacklevel=3)
             if not vanished:
                 return None
         raise CorruptStateError(f"agent {agent_id}: states keep disappearing while loading")
@@ -565,6 +623,7 @@ class SystemStore:
         *,
         scorer: ScorerDecay | None = None,
         max_task_population_size: int | None = None,
+        verify: str = "checksums",
     ) -> LoadedState:
         """Open the system as seen by `agent_id`.
 
@@ -578,22 +637,30 @@ class SystemStore:
             agent_classes: agent classes whose states to read besides the agent's own.
             scorer: the population's scorer.
             max_task_population_size: the population's size limit.
+            verify: how states are checked before use (munet.system.integrity):
+                `checksums` (default) hashes each component once per store object,
+                `structure` checks manifests and shard headers only, `none` nothing.
+                A damaged state of another agent is skipped with one warning, in favour of
+                its previous end-of-cycle state; components are hashed again on first use
+                unless verified here.
 
         Returns:
             The population and the agent's cycle, generation and stored config.
 
         Raises:
-            CorruptStateError: the agent's own latest state is unreadable or inconsistent.
+            CorruptStateError: the agent's own latest state is damaged (the message names
+                the file and the problem).
+            UnsafePathError: the agent's own folder or state holds a symbolic link.
         """
         validate_agent_id(agent_id)
         manifests: list[tuple[StateRef, dict[str, Any]]] = []
-        own = self._read_latest_manifest(agent_id, end_of_cycle=False, strict=True)
+        own = self.latest_good_state(agent_id, strict=True, verify=verify)
         if own is not None:
             manifests.append(own)
         for other in self.agent_ids(agent_classes):
             if other == agent_id:
                 continue
-            found = self._read_latest_manifest(other, end_of_cycle=True, strict=False)
+            found = self.latest_good_state(other, end_of_cycle=True, verify=verify)
             if found is not None:
                 manifests.append(found)
 
@@ -608,11 +675,15 @@ class SystemStore:
         if own_manifest is not None:
             population.first_unsaved_component_id = int(own_manifest["first_unsaved_component_id"])
             if not own[0].end_of_cycle:
-                text = self.fs.read_bytes(
-                    self.fs.join(self.agent_dir(agent_id), own[0].name, HISTORY)
-                ).decode()
+                history = self.fs.join(self.agent_dir(agent_id), own[0].name, HISTORY)
+                try:
+                    text = self.fs.read_bytes(history).decode()
+                except (FileNotFoundError, UnicodeDecodeError) as e:
+                    raise CorruptStateError(
+                        f"state {own[0].relative_dir}: unreadable {HISTORY} ({e})"
+                    ) from None
                 population.history = list(csv_to_rows(text))
-        assemble_paths(population, manifests, self._lazy_component)
+        assemble_paths(population, manifests, self.lazy_component)
         return LoadedState(
             population=population,
             cycle=own[0].cycle if own else 0,
@@ -633,6 +704,7 @@ class SystemStore:
             CorruptStateError / ComponentCorruptError: naming the first bad component or file.
         """
         manifest = self.read_manifest(state)
+        check_manifest(self, state, manifest)
         for shard_name, info in manifest.get("shards", {}).items():
             path = self.fs.join(self.agent_dir(state.agent_id), state.name, shard_name)
             if not self.fs.exists(path) or self.fs.size(path) != info["bytes"]:
@@ -641,7 +713,7 @@ class SystemStore:
                 )
         count = 0
         for key, entry in manifest["components"].items():
-            self._lazy_component(key, entry).tensors  # noqa: B018  (loads and verifies)
+            self.lazy_component(key, entry).tensors  # noqa: B018  (loads and verifies)
             count += 1
         return count
 

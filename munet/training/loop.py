@@ -8,9 +8,11 @@ are snapshotted. At the end, a candidate that improved gets its best snapshot ba
 path keeps its best-scoring parameters) and is marked ``improved``; the others are left as they
 are (the caller drops them).
 
-A NaN/inf loss or gradient marks the candidate failed: it stops training, is reported with a
-warning and never counts as improved. Detection happens at validation time from a flag kept on
-the device, so training steps never wait on the device.
+A NaN/inf loss or gradient marks the candidate failed: it stops training and is reported
+with a warning; it counts as improved only if a validation before the failure beat the
+threshold, and then keeps that validation's parameters (as the seed keeps its best ones).
+Detection happens at validation time from a flag kept on the device, so training steps never
+wait on the device.
 
 With candidates on several devices, each device's step runs in its own thread (PyTorch releases
 the GIL in its kernels), as the seed runs one path per accelerator.
@@ -168,7 +170,16 @@ def _validate(
     if candidate._bad is not None and bool(candidate._bad):
         candidate.failure = "non-finite loss or gradient"
         candidate.evals.append(float("nan"))
-        log.warning("%s: non-finite loss; candidate dropped", candidate.label)
+        if candidate._snapshot is not None:
+            # As the seed: the parameters of the best validation stand; only training stops.
+            log.warning(
+                "%s: non-finite loss; training stopped, keeping the parameters of its best "
+                "validation (quality %.4f)",
+                candidate.label,
+                candidate.best_quality,
+            )
+        else:
+            log.warning("%s: non-finite loss; candidate dropped", candidate.label)
         return
     quality = evaluate_accuracy(candidate.model, batches, candidate.device)
     candidate.evals.append(quality)
@@ -180,7 +191,7 @@ def _validate(
 
 
 def _restore_best(candidate: TrainCandidate) -> None:
-    if candidate.failure is None and candidate._snapshot is not None:
+    if candidate._snapshot is not None:  # Also after a failure: the snapshot predates it.
         with torch.no_grad():
             for tensor, best in zip(candidate.trainable, candidate._snapshot, strict=True):
                 tensor.copy_(best)

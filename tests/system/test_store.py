@@ -211,7 +211,11 @@ def test_flipped_byte_in_a_shard_names_the_component(store):
     data[8 + header_len + begin + 1] ^= 0x10
     with open(shard, "wb") as f:
         f.write(data)
-    pop = store.load(B).population
+    # A reader skips the damaged state (checked at load time) with one warning...
+    with pytest.warns(UserWarning, match=f"skipping damaged state {A}/state_1_0: .*checksum"):
+        assert not store.load(B).population.paths[A]
+    # ... and without the load-time check the lazy read still refuses the tensors.
+    pop = store.load(B, verify="none").population
     head = pop.paths[A][0].component("head")
     with pytest.raises(ComponentCorruptError, match=f"component {head_key}.*checksum"):
         _ = head.tensors
@@ -226,13 +230,15 @@ def test_corrupt_header_or_truncated_shard_is_reported(store):
     data = pathlib.Path(shard).read_bytes()
     with open(shard, "wb") as f:
         f.write(data[: len(data) // 2])
-    comp = store.load(B).population.paths[ROOT][0].components[0]
+    with pytest.warns(UserWarning, match="skipping damaged state .*components-00000"):
+        assert not store.load(B, verify="structure").population.paths[ROOT]
+    comp = store.load(B, verify="none").population.paths[ROOT][0].components[0]
     with pytest.raises(CorruptStateError, match="components-00000.safetensors"):
         _ = comp.tensors
     with open(shard, "wb") as f:
         f.write(data[:9] + b"#" + data[10:])  # breaks the JSON header
     with pytest.raises(CorruptStateError, match="corrupt"):
-        _ = store.load(B).population.paths[ROOT][0].components[0].tensors
+        _ = store.load(B, verify="none").population.paths[ROOT][0].components[0].tensors
 
 
 def test_orphaned_parent_falls_back_to_the_root_model(store, caplog):
@@ -297,7 +303,7 @@ def test_unreadable_state_of_another_agent_falls_back_to_an_older_one(store):
         run_cycle(store, A, 1, [0.6], seed=2)
     with open(os.path.join(store.root, A, "state_2_0", "manifest.json"), "w") as f:
         f.write("{not json")
-    with pytest.warns(UserWarning, match="skipping unreadable state"):
+    with pytest.warns(UserWarning, match=f"skipping damaged state {A}/state_2_0: corrupt"):
         pop = store.load(B).population
     assert pop.paths[A][0].metrics["quality"] == 0.5
     with pytest.raises(CorruptStateError, match="corrupt manifest.json"):
@@ -317,8 +323,11 @@ def test_names_and_file_references_cannot_escape(store, tmp_path):
     for entry in manifest["components"].values():
         entry["file"] = "../../etc/passwd"
     pathlib.Path(path).write_text(json.dumps(manifest))
+    # Another agent's damaged state is skipped (with a warning); the owner's load fails.
+    with pytest.warns(UserWarning, match="escapes the state dir"):
+        assert not store.load(B).population.paths[ROOT]
     with pytest.raises(CorruptStateError, match="escapes the state dir"):
-        store.load(B)
+        store.load(ROOT)
 
 
 def test_leftovers_of_killed_writers_are_cleaned_when_the_lock_is_taken(store):
@@ -406,5 +415,8 @@ def test_a_malformed_path_record_is_reported_with_its_state(store):
     manifest = json.loads(pathlib.Path(path).read_text())
     del manifest["paths"][f"{ROOT}:0"]["task_name"]
     pathlib.Path(path).write_text(json.dumps(manifest))
-    with pytest.raises(CorruptStateError, match=rf"{ROOT}/state_0_0: bad record of path {ROOT}:0"):
+    message = rf"{ROOT}/state_0_0: bad record of path {ROOT}:0"
+    with pytest.warns(UserWarning, match=message):
         store.load(A)
+    with pytest.raises(CorruptStateError, match=message):
+        store.load(ROOT)
