@@ -92,6 +92,10 @@ def create_root_model(
     else:
         tensors = load_checkpoint(config.checkpoint_path, arch, image_size)
     with store.lock(agent_id):
+        if store.latest_state(agent_id) is not None:
+            # Another process created it while this one built the tensors.
+            log.info("root model %s already exists", agent_id)
+            return store.load(agent_id, [config.name]).population.own_paths[0]
         population = Population(agent_id, task_name=f"root_model/{kind}")
         components = [
             population.new_component(name, tensors[name], train_locks=[agent_id])

@@ -72,7 +72,10 @@ def check_manifest(store: SystemStore, state: StateRef, manifest: dict[str, Any]
             )
     # Rebuild the state's paths into a scratch population: every record and index entry is
     # parsed exactly as a load would, with lazy components (nothing read from the shards).
-    assemble_paths(Population(state.agent_id), [(state, manifest)], store.lazy_component)
+    # Parents in other states are not loaded here: no orphan messages.
+    assemble_paths(
+        Population(state.agent_id), [(state, manifest)], store.lazy_component, log_orphans=False
+    )
 
 
 def check_components(

@@ -99,6 +99,8 @@ def assemble_paths(
     population: Population,
     manifests: list[tuple[StateRef, dict[str, Any]]],
     lazy_component: Callable[[str, Mapping[str, Any]], Component],
+    *,
+    log_orphans: bool = True,
 ) -> None:
     """Rebuild the published paths of the given states into `population`.
 
@@ -170,6 +172,8 @@ def assemble_paths(
         fallback = (same_class or roots or [None])[-1]
         path.orphaned_parent = parent_id
         path.parent = fallback
+        if not log_orphans:
+            continue
         logger.info(
             "path %s: parent %s not loaded; falling back to %s",
             full_id,

@@ -47,7 +47,7 @@ from munet.system.errors import (
 from munet.system.fs import LocalFS, StateFS, open_state_fs
 from munet.system.history import csv_to_rows, rows_to_csv
 from munet.system.integrity import check_components, check_manifest, check_verify_level
-from munet.system.lock import AgentLock
+from munet.system.lock import LOCK_FILE, AgentLock
 from munet.system.naming import (
     agent_class_name,
     parse_component_key,
@@ -279,9 +279,13 @@ class SystemStore:
 
         Raises:
             AgentLockedError: another process (or another lock here) runs the agent.
+            UnsafePathError: the agent's folder or lock file is a symbolic link.
         """
+        agent_dir = self.agent_dir(agent_id)
+        # Refuses (UnsafePathError) an agent folder or `.lock` that is a link, before opening.
+        self.fs.exists(self.fs.join(agent_dir, LOCK_FILE))
         # stacklevel 4: acquire <- this generator <- contextlib's __enter__ <- the caller.
-        agent_lock = AgentLock(self.fs, self.agent_dir(agent_id), agent_id).acquire(stacklevel=4)
+        agent_lock = AgentLock(self.fs, agent_dir, agent_id).acquire(stacklevel=4)
         self._locks[agent_id] = agent_lock
         try:
             self._clean_leftovers(agent_id)
