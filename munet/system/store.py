@@ -567,6 +567,12 @@ class SystemStore:
         self._warned.add(message)
         warnings.warn(message, stacklevel=stacklevel + 1)
 
+    def _vanished(self, state: StateRef) -> bool:
+        try:
+            return not self.fs.exists(self.fs.join(self.agent_dir(state.agent_id), state.name))
+        except SystemStateError:
+            return False  # There, but a link: damaged, not vanished.
+
     def latest_good_state(
         self,
         agent_id: str,
@@ -607,7 +613,7 @@ class SystemStore:
                     check_components(self, state, manifest, verify)
                     return state, manifest
                 except (SystemStateError, OSError) as e:
-                    if not self.fs.exists(self.fs.join(self.agent_dir(agent_id), state.name)):
+                    if self._vanished(state):
                         vanished = True  # Deleted by its owner meanwhile: list again.
                         break
                     if strict:
