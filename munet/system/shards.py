@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
 import struct
 import threading
 from collections.abc import Mapping
@@ -92,11 +94,20 @@ def write_shard(fs: StateFS, path: str, components: list[Component]) -> None:
         for name, tensor in c.tensors.items()
     }
     metadata = {"format": "pt", "munet": "components"}
-    fs.write_with(
-        path,
-        lambda local_path: save_file(tensors, local_path, metadata=metadata),
-        lambda: save(tensors, metadata=metadata),
-    )
+
+    def save_local(local_path: str) -> None:
+        try:
+            save_file(tensors, local_path, metadata=metadata)
+        except Exception as err:
+            # safetensors reports I/O failures (a full disk) as its own error type: give them
+            # back as the OSError they are, so callers can tell a full disk from a bug.
+            found = re.search(r"os error (\d+)", str(err))
+            if found is None or isinstance(err, OSError):
+                raise
+            code = int(found.group(1))
+            raise OSError(code, os.strerror(code), local_path) from err
+
+    fs.write_with(path, save_local, lambda: save(tensors, metadata=metadata))
 
 
 @dataclass(frozen=True)

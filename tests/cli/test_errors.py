@@ -1,0 +1,230 @@
+"""Expected failures of `munet` are one line with a distinct exit code (issue 17, item 5).
+
+Real `munet` processes against real state dirs: a bad value, a locked agent, a read-only and a
+full state dir (tmpfs in a private mount namespace, skipped with the reason where impossible),
+`munet root` racing itself; tracebacks only with `--debug`.
+"""
+
+import pathlib
+import subprocess
+import sys
+import time
+
+import pytest
+
+from munet.cli import main
+from munet.cli.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_BUG,
+    EXIT_CODES,
+    EXIT_DISK_FULL,
+    EXIT_LOCKED,
+    EXIT_NO_PERMISSION,
+    EXIT_STATE_EXISTS,
+)
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+MUNET = [sys.executable, "-m", "munet"]
+
+
+def munet(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*MUNET, *args], capture_output=True, text=True, cwd=REPO, timeout=timeout
+    )
+
+
+def one_line(proc: subprocess.CompletedProcess) -> str:
+    """The single stderr line of a failed command (no traceback)."""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert lines[0].startswith("munet: error: ")
+    return lines[0]
+
+
+def test_exit_codes_are_distinct():
+    assert len(set(EXIT_CODES.values())) == len(EXIT_CODES)
+    assert 0 not in EXIT_CODES.values()
+
+
+def test_a_nonsense_value_is_one_line_and_the_traceback_needs_debug(tmp_path):
+    args = ("run", "--agent", "VitCpu", "--task", "digits", "--cycles", "1")
+    args += ("-d", str(tmp_path / "s"), "--set", "eval_batch_size=-1")
+    proc = munet(*args)
+    assert proc.returncode == EXIT_BAD_INPUT
+    assert "eval_batch_size=-1: expected an int >= 0" in one_line(proc)
+    debug = munet(*args, "--debug")
+    assert debug.returncode == EXIT_BAD_INPUT
+    assert "Traceback" in debug.stderr and "ConfigError" in debug.stderr
+
+
+def test_a_locked_agent_is_one_line(tmp_path):
+    state = tmp_path / "s"
+    ready = tmp_path / "ready"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time, pathlib\n"
+            "from munet.system import SystemStore\n"
+            "with SystemStore(sys.argv[1]).lock('VitCpu~digits'):\n"
+            "    pathlib.Path(sys.argv[2]).touch()\n"
+            "    time.sleep(120)\n",
+            str(state),
+            str(ready),
+        ],
+        cwd=REPO,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ready.exists()
+        proc = munet(
+            "run", "--agent", "VitCpu", "--task", "digits", "--cycles", "1", "-d", str(state)
+        )
+        assert proc.returncode == EXIT_LOCKED
+        assert "is already running" in one_line(proc)
+    finally:
+        holder.kill()
+        holder.wait(30)
+
+
+def test_unexpected_errors_are_one_line_with_exit_code_1(capsys, monkeypatch):
+    def bug(args):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr("munet.cli.build_parser", _parser_with(bug))
+    assert main(["x"]) == EXIT_BUG
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error: RuntimeError: a bug" in err
+    assert "--debug" in err
+    assert main(["x", "--debug"]) == EXIT_BUG
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_a_state_that_already_exists_has_its_own_code(capsys, monkeypatch):
+    from munet.system import StateExistsError
+
+    def exists(args):
+        raise StateExistsError("state X~y/state_1_0 is already committed")
+
+    monkeypatch.setattr("munet.cli.build_parser", _parser_with(exists))
+    assert main(["x"]) == EXIT_STATE_EXISTS
+    assert "already committed" in capsys.readouterr().err
+
+
+def _parser_with(func):
+    import argparse
+
+    def build():
+        parser = argparse.ArgumentParser(prog="munet")
+        sub = parser.add_subparsers(dest="command")
+        for name in ("x", "tasks"):
+            command = sub.add_parser(name)
+            command.add_argument("rest", nargs="*")
+            command.set_defaults(func=func)
+        return parser
+
+    return build
+
+
+@pytest.mark.slow
+def test_racing_roots_never_print_a_traceback(tmp_path):
+    for round_index in range(2):
+        state = tmp_path / f"s{round_index}"
+        procs = [
+            subprocess.Popen(
+                [*MUNET, "root", "--agent", "VitCpu", "-d", str(state)],
+                cwd=REPO,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(3)
+        ]
+        results = [(p.wait(300), *p.communicate()) for p in procs]
+        for code, _out, err in results:
+            assert "Traceback" not in err
+            assert code in (0, EXIT_LOCKED), err
+            if code:
+                assert len(err.strip().splitlines()) == 1 and "already running" in err
+        assert any(code == 0 for code, _, _ in results)
+        assert [p.name for p in (state / "VitCpu~root_model~random_init").iterdir()] in (
+            [".lock", "state_0_0"],
+            ["state_0_0", ".lock"],
+        )
+
+
+NAMESPACE_SCRIPT = r"""
+set -u
+mnt="$1"; shift
+mkdir -p "$mnt"
+mount -t tmpfs -o size="$SIZE" tmpfs "$mnt" || exit 90
+if [ "$MODE" = ro ]; then mount -o remount,ro "$mnt" || exit 90; fi
+"$@"
+code=$?
+echo "LEFT:$(find "$mnt" -name '.tmp-*' | wc -l)" >&2
+if [ "$MODE" = full ]; then
+  mount -o remount,size=64m "$mnt" || exit 90
+  "$@" > /dev/null 2>&1
+  echo "RERUN:$?" >&2
+fi
+exit $code
+"""
+
+
+def _in_namespace(tmp_path, mode: str, size: str, *args: str) -> subprocess.CompletedProcess:
+    probe = subprocess.run(["unshare", "-rm", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot make a mount namespace here (unshare -rm: {probe.stderr.strip()})")
+    script = tmp_path / "ns.sh"
+    script.write_text(NAMESPACE_SCRIPT)
+    proc = subprocess.run(
+        ["unshare", "-rm", "bash", str(script), str(tmp_path / "mnt"), *MUNET, *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+        env={**_env(), "MODE": mode, "SIZE": size},
+    )
+    if proc.returncode == 90:
+        pytest.skip(f"cannot mount a tmpfs in a mount namespace here: {proc.stderr.strip()}")
+    return proc
+
+
+def _env():
+    import os
+
+    return dict(os.environ)
+
+
+def _split(proc):
+    lines = proc.stderr.strip().splitlines()
+    info = {
+        line.split(":")[0]: line.split(":")[1] for line in lines if line[:5] in ("LEFT:", "RERUN")
+    }
+    errors = [line for line in lines if not line.startswith(("LEFT:", "RERUN:"))]
+    return info, errors
+
+
+def test_a_read_only_state_dir_is_one_line(tmp_path):
+    proc = _in_namespace(
+        tmp_path, "ro", "4m", "root", "--agent", "VitCpu", "-d", str(tmp_path / "mnt")
+    )
+    info, errors = _split(proc)
+    assert proc.returncode == EXIT_NO_PERMISSION, proc.stderr
+    assert len(errors) == 1 and errors[0].startswith("munet: error: read-only file system")
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_full_disk_is_one_line_leaves_nothing_and_the_rerun_works(tmp_path):
+    # 256 KiB: the VitCpu root model (about 800 KiB of tensors) cannot fit.
+    state = str(tmp_path / "mnt")
+    proc = _in_namespace(tmp_path, "full", "256k", "root", "--agent", "VitCpu", "-d", state)
+    info, errors = _split(proc)
+    assert proc.returncode == EXIT_DISK_FULL, proc.stderr
+    assert len(errors) == 1 and errors[0].startswith("munet: error: no space left on the device")
+    assert "rerun the same command" in errors[0]
+    assert info["LEFT"] == "0"  # No temporary folder left behind.
+    assert info["RERUN"] == "0"  # With space, the same command then succeeds.
