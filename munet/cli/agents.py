@@ -18,6 +18,12 @@ import sys
 DEFAULT_STATE_DIR = "state"
 
 
+AGENT_HELP = (
+    "agent preset: Vit, VitB, VitT3, VitCpu; multipath: MultiVit, MultiVitB, MultiVitT3, "
+    "MultiVitCpu"
+)
+
+
 def _add_common(parser: argparse.ArgumentParser, state_default: str = DEFAULT_STATE_DIR) -> None:
     parser.add_argument(
         "-d",
@@ -74,7 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="create the root model agents start from",
         description="Create the root model of an agent class in a state dir (once).",
     )
-    root.add_argument("--agent", required=True, help="agent preset: Vit, VitB, VitT3, VitCpu")
+    root.add_argument("--agent", required=True, help=AGENT_HELP)
     root.add_argument(
         "--root",
         default="random_init",
@@ -94,7 +100,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "cycles. Rerun with more cycles to continue."
         ),
     )
-    run.add_argument("--agent", required=True, help="agent preset: Vit, VitB, VitT3, VitCpu")
+    run.add_argument("--agent", required=True, help=AGENT_HELP)
     run.add_argument("--task", required=True, help="task name, e.g. digits, synth/shape, cifar10")
     run.add_argument("--cycles", type=int, required=True, help="total cycles to reach")
     _add_common(run)
@@ -151,8 +157,8 @@ def _root(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from munet.agents.runner import resolve_config
-    from munet.agents.singlepath import AgentError, SinglepathAgent
+    from munet.agents.reports import AgentError
+    from munet.agents.runner import make_agent, resolve_config
     from munet.config import ConfigError
     from munet.system import AgentLockedError, SystemStore
 
@@ -160,7 +166,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         store = SystemStore(args.state_dir)
         config = resolve_config(args.agent, args.overrides, store, args.task)
-        agent = SinglepathAgent(config, args.task, store, progress=args.progress, echo=print)
+        agent = make_agent(config, args.task, store, progress=args.progress, echo=print)
         report = agent.run(args.cycles)
     except (ConfigError, AgentError, AgentLockedError, ValueError, ImportError) as err:
         return _fail(err)
