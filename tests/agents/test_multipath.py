@@ -92,8 +92,14 @@ def test_multipath_presets_derive_from_their_singlepath_preset(multi, single):
     assert config.hparams_mutation_ranges["router_lr_mult"] == [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1]
     assert config.hparams_mutation_ranges["num_paths"] == [2, 3]
     # Everything else is the singlepath preset's.
-    same = ("model", "batch_size", "num_samples_per_cycle", "max_task_population_size",
-            "num_train_examples_between_validations_max", "num_validations_per_path_training")  # fmt: skip
+    same = (
+        "model",
+        "batch_size",
+        "num_samples_per_cycle",
+        "max_task_population_size",
+        "num_train_examples_between_validations_max",
+        "num_validations_per_path_training",
+    )
     assert all(getattr(config, k) == getattr(base, k) for k in same)
     for key, value in base.hparams_defaults.items():
         if key not in ("num_layers", "ds_image_size"):
