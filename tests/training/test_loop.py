@@ -1,5 +1,6 @@
 import itertools
 import logging
+import math
 
 import pytest
 import torch
@@ -101,8 +102,27 @@ def test_several_candidates_train_on_the_same_batches_independently():
     assert a.evals == b.evals
 
 
-def test_non_finite_loss_drops_the_candidate_with_a_warning(caplog):
+def test_non_finite_loss_before_any_improvement_drops_the_candidate(caplog):
     good = linear_candidate(label="good")
+    bad = linear_candidate(label="bad")
+    steps = itertools.count()
+    inner = bad.model
+
+    def exploding(x):
+        out = inner(x)
+        return out * float("nan") if next(steps) == 2 else out
+
+    bad.model = exploding
+    with caplog.at_level(logging.WARNING):
+        train_candidates([good, bad], batches(), VALIDATION, 5, 3, progress=False)
+    assert good.improved and good.failure is None
+    assert bad.failure == "non-finite loss or gradient" and not bad.improved
+    assert "bad: non-finite loss; candidate dropped" in caplog.text
+    assert len(bad.evals) == 1  # The first validation detects the NaN and stops.
+
+
+def test_non_finite_loss_after_an_improving_validation_keeps_its_parameters(caplog):
+    # Issue 17, item 8: the seed keeps the parameters of the best validation; so does munet.
     bad = linear_candidate(label="bad")
     steps = itertools.count()
     inner = bad.model
@@ -112,12 +132,20 @@ def test_non_finite_loss_drops_the_candidate_with_a_warning(caplog):
         return out * float("nan") if next(steps) == 7 else out
 
     bad.model = exploding
+    at_first_validation: list[torch.Tensor] = []
+
+    def snapshot(index, candidates):
+        if index == 1:
+            at_first_validation.extend(t.detach().clone() for t in candidates[0].trainable)
+
     with caplog.at_level(logging.WARNING):
-        train_candidates([good, bad], batches(), VALIDATION, 5, 3, progress=False)
-    assert good.improved and good.failure is None
-    assert bad.failure == "non-finite loss or gradient" and not bad.improved
-    assert "bad: non-finite loss" in caplog.text
-    assert len(bad.evals) == 2  # First validation fine; second detects the NaN and stops.
+        train_candidates([bad], batches(), VALIDATION, 5, 3, progress=False, on_validation=snapshot)
+    assert bad.failure == "non-finite loss or gradient"
+    assert bad.improved and bad.best_quality == bad.evals[0] == bad.quality
+    assert len(bad.evals) == 2 and math.isnan(bad.evals[1])  # Training stopped there.
+    for tensor, kept in zip(bad.trainable, at_first_validation, strict=True):
+        assert torch.isfinite(tensor).all() and torch.equal(tensor, kept)
+    assert "keeping the parameters of its best validation" in caplog.text
 
 
 def test_train_iterator_ending_early_is_an_error():
