@@ -46,6 +46,7 @@ from munet.agents.reports import (
     GenerationReport,
     ImmutabilityError,
     RunReport,
+    SampledPath,
     log_level,
 )
 from munet.config import DATASET_HPARAMS_PREFIX, AgentConfig
@@ -343,6 +344,8 @@ class Agent:
         report.wall = time.perf_counter() - start
         for line in self._generation_summary(population, paths, report):
             self.echo(line)
+        # Keep summaries only: the paths (and what they reference) go with the population.
+        report.paths = [SampledPath.of(p) for p in paths]
         return report
 
     def sample_ds_hparams(

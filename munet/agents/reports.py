@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
-from munet.system import Path
+from munet.system import Path, PathComponent
 from munet.training.loop import TrainStats
 
 
@@ -17,13 +19,97 @@ class ImmutabilityError(RuntimeError):
     """A published path's test quality changed beyond the configured tolerance."""
 
 
+@dataclass(frozen=True)
+class SampledComponent:
+    """What a report keeps of one component of a sampled path (no tensors).
+
+    Attributes:
+        name / agent_id / id: the component's identity (a wrapped path's agent and path id).
+        num_params: its parameter count.
+        is_path: a whole path used as a component (multipath agents).
+    """
+
+    name: str
+    agent_id: str
+    id: int
+    num_params: int
+    is_path: bool = False
+
+
+@dataclass(frozen=True)
+class PathRef:
+    """A path named by its agent and id (a sampled path's parent)."""
+
+    agent_id: str
+    id: int
+
+    @property
+    def full_id(self) -> str:
+        return f"{self.agent_id}:{self.id}"
+
+
+@dataclass
+class SampledPath:
+    """What a report keeps of a sampled path once its generation is over: ids, hparams,
+    metrics and a summary of its components, never the tensors or the path objects (a run's
+    reports would otherwise keep every sampled path, its parents and their memory maps alive,
+    so memory and open files would grow with every cycle).
+    """
+
+    id: int
+    agent_id: str
+    task_name: str
+    hparams: dict[str, Any]
+    metrics: dict[str, Any]
+    parent: PathRef | None
+    components: list[SampledComponent]
+
+    @property
+    def full_id(self) -> str:
+        return f"{self.agent_id}:{self.id}"
+
+    def component(self, name: str) -> SampledComponent:
+        """The component called ``name``.
+
+        Raises:
+            KeyError: no such component.
+        """
+        for c in self.components:
+            if c.name == name:
+                return c
+        raise KeyError(f"path {self.full_id} has no component {name!r}")
+
+    @classmethod
+    def of(cls, path: Path) -> SampledPath:
+        """The summary of a live path (hparams and metrics copied)."""
+        components = []
+        for c in path.components:
+            if isinstance(c, PathComponent):
+                components.append(
+                    SampledComponent(c.name, c.path.agent_id, c.path.id, c.num_params, True)
+                )
+            else:
+                components.append(SampledComponent(c.name, c.agent_id, c.id, c.num_params))
+        parent = path.parent
+        return cls(
+            id=path.id,
+            agent_id=path.agent_id,
+            task_name=path.task_name,
+            hparams=copy.deepcopy(path.hparams),
+            metrics=copy.deepcopy(path.metrics),
+            parent=None if parent is None else PathRef(parent.agent_id, parent.id),
+            components=components,
+        )
+
+
 @dataclass
 class GenerationReport:
     """What one generation did and how long each part took (seconds).
 
     Attributes:
         cycle / generation: 0-based cycle and generation indices.
-        paths: the sampled children (admitted or not).
+        paths: the sampled children (admitted or not), as :class:`SampledPath` summaries once
+            the generation is over.
         sample: parent selection, mutation and component assembly (tensor copies included).
         train: the training and validation steps (from :class:`TrainStats`).
         wall: the whole generation, saving included.
@@ -32,7 +118,7 @@ class GenerationReport:
 
     cycle: int
     generation: int
-    paths: list[Path]
+    paths: list[SampledPath]
     sample: float = 0.0
     train: TrainStats = field(default_factory=TrainStats)
     save: float = 0.0

@@ -139,7 +139,10 @@ class SinglepathAgent(Agent):
         """
         choice = select_parent(
             population.own_paths,
-            population.all_paths(),
+            # A canonical order (agent id, path id): a fresh agent and one loaded from its
+            # state list the system's agents in different orders, and a resumed generation
+            # must draw the same random parent as the interrupted one.
+            sorted(population.all_paths(), key=lambda p: (p.agent_id, p.id)),
             lambda p: self._score(population, p),
             lambda p: p.metrics.get("offsprings", 0),
             rng,

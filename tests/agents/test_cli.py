@@ -43,7 +43,8 @@ def test_root_run_leaderboard(tmp_path, capsys):
     )
     out = capsys.readouterr().out
     assert "VitCpu~digits: 1 cycles; best path VitCpu~digits:" in out
-    assert "generation [2/2]" in out  # The per-generation summary.
+    # Quiet (issue 17, item 9): the result line only, no per-generation summary.
+    assert out.count("\n") == 1 and "generation [" not in out
 
     assert main(["leaderboard", "-d", state]) == 0
     table = capsys.readouterr().out.splitlines()

@@ -261,7 +261,7 @@ def test_cycle_trains_router_and_connectors_only_and_publishes_subpaths(mp_confi
             if path.parent.agent_id != "MultiVitCpu~digits":
                 assert path.metrics["parent_score"] is None
             trained = sum(
-                c.num_params for c in path.components if not isinstance(c, PathComponent)
+                c.num_params for c in path.components if not c.is_path
             )
             assert path.metrics["num_trainable_params"] == trained
             assert path.metrics["score"] == path.metrics["quality"]

@@ -50,8 +50,9 @@ def test_new_image_size_takes_the_checkpoint_posembed_resized(tmp_path, tiny_con
     store = SystemStore(str(state))
     assert store.latest_state("VitCpu~digits").name == "state_1_0"
     # Before training it was exactly the checkpoint's embedding resized to a 2x2 grid.
-    assert agent._posembed_cache[8]["pos_embedding"].shape == expected.shape
-    assert torch.allclose(agent._posembed_cache[8]["pos_embedding"], expected)
+    cached = agent._posembed_cache[(str(file), 8)]["pos_embedding"]
+    assert cached.shape == expected.shape
+    assert torch.allclose(cached, expected)
 
 
 def test_checkpoint_root_needs_an_existing_file(tmp_path, tiny_config):
