@@ -122,3 +122,19 @@ def test_seeded_rng_replays_the_same_mutations_on_a_real_preset():
         old_index = values.index(config.hparams_defaults[key])
         assert abs(values.index(new[key]) - old_index) <= 1  # Incremental: one step at most.
         assert f"_mu_|hp:{key}" in new
+
+
+def test_a_mutation_clamped_at_the_end_of_its_range_is_not_a_change():
+    # Issue 17, item 9: `opt_lr : 1.0 --> 1.0` was logged (and recorded) as a change.
+    ranges = {"opt_lr": [0.5, 1.0]}
+    # One draw to fire (0.1 < p=0.2), one for the direction (0.2 < 0.5: up): clamped at 1.0.
+    rng = ScriptedRng([0.1, 0.2])
+    new, (decision,) = mutate_hparams({"_mu_": 0.2, "opt_lr": 1.0}, policy(ranges), rng)
+    assert rng.exhausted()
+    assert decision.fired and not decision.changed
+    assert new["opt_lr"] == 1.0
+    assert "-->" not in decision.describe() and "clamped" in decision.describe()
+    # The same draws from the low end do move the value: a change.
+    rng = ScriptedRng([0.1, 0.2])
+    _, (moved,) = mutate_hparams({"_mu_": 0.2, "opt_lr": 0.5}, policy(ranges), rng)
+    assert moved.changed and moved.describe() == "opt_lr : 0.5 --- (incremental, p=0.2) --> 1.0"

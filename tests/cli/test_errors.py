@@ -47,18 +47,19 @@ def test_exit_codes_are_distinct():
     assert 0 not in EXIT_CODES.values()
 
 
-def test_a_nonsense_value_is_one_line_and_the_traceback_needs_debug(tmp_path):
-    args = ("run", "--agent", "VitCpu", "--task", "digits", "--cycles", "1")
-    args += ("-d", str(tmp_path / "s"), "--set", "eval_batch_size=-1")
-    proc = munet(*args)
-    assert proc.returncode == EXIT_BAD_INPUT
-    assert "eval_batch_size=-1: expected an int >= 0" in one_line(proc)
-    debug = munet(*args, "--debug")
-    assert debug.returncode == EXIT_BAD_INPUT
-    assert "Traceback" in debug.stderr and "ConfigError" in debug.stderr
+def test_a_nonsense_value_is_one_line_and_the_traceback_needs_debug(tmp_path, capsys):
+    args = ["run", "--agent", "VitCpu", "--task", "digits", "--cycles", "1"]
+    args += ["-d", str(tmp_path / "s"), "--set", "eval_batch_size=-1"]
+    assert main(args) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("munet: error: eval_batch_size=-1: expected an int >= 0")
+    assert main([*args, "--debug"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "ConfigError" in err
 
 
-def test_a_locked_agent_is_one_line(tmp_path):
+def test_a_locked_agent_is_one_line(tmp_path, capsys):
     state = tmp_path / "s"
     ready = tmp_path / "ready"
     holder = subprocess.Popen(
@@ -80,11 +81,11 @@ def test_a_locked_agent_is_one_line(tmp_path):
         while not ready.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         assert ready.exists()
-        proc = munet(
-            "run", "--agent", "VitCpu", "--task", "digits", "--cycles", "1", "-d", str(state)
-        )
-        assert proc.returncode == EXIT_LOCKED
-        assert "is already running" in one_line(proc)
+        args = ["run", "--agent", "VitCpu", "--task", "digits", "--cycles", "1"]
+        assert main([*args, "-d", str(state)]) == EXIT_LOCKED
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("munet: error: agent 'VitCpu~digits'")
+        assert "is already running" in err
     finally:
         holder.kill()
         holder.wait(30)
@@ -218,6 +219,7 @@ def test_a_read_only_state_dir_is_one_line(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_one_line_leaves_nothing_and_the_rerun_works(tmp_path):
     # 256 KiB: the VitCpu root model (about 800 KiB of tensors) cannot fit.
     state = str(tmp_path / "mnt")

@@ -84,6 +84,7 @@ def _run_in_namespace(tmp_path: pathlib.Path) -> dict:
     return json.loads((tmp_path / "result.json").read_text())
 
 
+@pytest.mark.slow
 def test_full_disk_during_saves_keeps_committed_states_and_the_rerun_resumes(tmp_path):
     result = _run_in_namespace(tmp_path)
     # The writer died of the full disk, after committing some states.
