@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
-from munet.cli.errors import EXIT_DAMAGED_STATE
+from munet.cli.errors import EXIT_BAD_INPUT, EXIT_DAMAGED_STATE
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -42,7 +43,8 @@ def _doctor(args: argparse.Namespace) -> int:
     from munet.system.integrity import find_damaged, quarantine
 
     if "://" not in args.state_dir and not os.path.isdir(args.state_dir):
-        raise FileNotFoundError(2, "no state dir here", args.state_dir)
+        print(f"munet: error: no state dir at {args.state_dir!r}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     store = SystemStore(args.state_dir)
     damaged = find_damaged(store, "structure" if args.fast else "checksums")
     if not damaged:

@@ -230,3 +230,40 @@ def test_a_full_disk_is_one_line_leaves_nothing_and_the_rerun_works(tmp_path):
     assert "rerun the same command" in errors[0]
     assert info["LEFT"] == "0"  # No temporary folder left behind.
     assert info["RERUN"] == "0"  # With space, the same command then succeeds.
+
+
+BAD_COMMAND_LINES = [
+    ["run", "--agent", "VitCpu", "--task", "digits", "--cycles", "-1"],
+    ["run", "--agent", "VitCpu", "--task", "no-such-task", "--cycles", "1"],
+    ["run", "--agent", "NoSuchAgent", "--task", "digits", "--cycles", "1"],
+    ["run", "--agent", "VitCpu", "--task", "root_model/random_init", "--cycles", "1"],
+    ["run", "--agent", "VitCpu", "--task", "digits", "--cycles", "1", "--set", "batch_size=x"],
+    ["run", "--agent", "VitCpu", "--task", "digits", "--cycles", "1", "--set", "nope=1"],
+    ["run", "--agent", "VitCpu", "--task", "digits", "--cycles", "1", "--set", "opt_lr"],
+    ["run", "--agent", "VitCpu", "--task", "digits", "--cycles", "1", "--set", "_mu_=2"],
+    ["run", "--agent", "VitCpu", "--task", "digits", "--cycles", "1", "--set", "seed=1.5"],
+    ["run", "--agent", "VitCpu", "--task", "dig/../its", "--cycles", "1"],
+    ["root", "--agent", "VitCpu", "--root", "checkpoint"],
+    ["root", "--agent", "VitCpu", "--root", "checkpoint", "--set", "checkpoint_path=/nope.npz"],
+    ["root", "--agent", "VitCpu", "--set", "ds_image_size=0"],
+    ["leaderboard", "-d", "/no/such/state/dir"],
+    ["doctor", "-d", "/no/such/state/dir"],
+]
+
+
+@pytest.mark.parametrize("argv", BAD_COMMAND_LINES, ids=lambda a: " ".join(a[:2] + a[-2:]))
+def test_bad_command_lines_are_one_line_without_a_traceback(argv, tmp_path, capsys):
+    if "-d" not in argv:
+        argv = [*argv, "-d", str(tmp_path / "state")]
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == EXIT_BAD_INPUT, err
+    assert err.count("\n") == 1 and err.startswith("munet: error: "), err
+
+
+def test_a_state_dir_that_is_a_file_is_one_line(tmp_path, capsys):
+    state = tmp_path / "file"
+    state.write_text("not a folder")
+    code = main(["root", "--agent", "VitCpu", "-d", str(state)])
+    err = capsys.readouterr().err
+    assert code == 9 and err.count("\n") == 1 and "Not a directory" in err, err
