@@ -10,10 +10,11 @@ Prints:
   1. save time of one agent's end-of-cycle state against the bytes of new components it
      writes, by system size (it should stay flat), as a ratio to writing the same tensors
      with plain `safetensors.torch.save_file` + fsync in the same run;
-  2. time and peak RSS of opening the whole system lazily (manifests only) vs eagerly (every
-     tensor read and sha256-verified, `load_tensors` in threads), against plain safetensors
-     `load_file` of every shard with every tensor copied once (`plain_read`) or hashed with
-     sha256 (`plain_sha256`), each in a fresh interpreter, as ratios.
+  2. time and peak RSS of opening the whole system lazily (manifests and shard headers
+     checked, `verify="structure"`) vs eagerly (every component sha256-verified at load, the
+     default `verify="checksums"`, then read with `load_tensors` in threads), against plain
+     safetensors `load_file` of every shard with every tensor copied once (`plain_read`) or
+     hashed with sha256 (`plain_sha256`), each in a fresh interpreter, as ratios.
 
 Run: `python benchmarks/state_io.py` (about a minute or two; ~450 MB in a temp dir).
 """
@@ -183,7 +184,10 @@ if mode.startswith("plain"):
                 count += len(tensors)
                 globals().setdefault("keep", []).append(tensors)
 else:
-    pop = SystemStore(root).load("Reader~all").population
+    # lazy: manifests and shard headers checked, no tensor read; eager: every component
+    # hashed at load (the default check) and then read.
+    verify = "structure" if mode == "lazy" else "checksums"
+    pop = SystemStore(root).load("Reader~all", verify=verify).population
     count = 0
     if mode == "eager":
         comps = {{c.key: c for p in pop.all_paths() for c in p.comps_only()}}
