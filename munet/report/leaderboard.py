@@ -17,6 +17,7 @@ from typing import Any, Protocol
 COLUMNS = (
     "agent_id",
     "task_name",
+    "source",  # where the task's data come from (a bound source spec, embedded, tfds)
     "test_quality",
     "score",
     "quality",
@@ -47,6 +48,7 @@ def path_row(path: PathLike, components: str = "") -> dict[str, Any]:
     return {
         "agent_id": path.agent_id,
         "task_name": path.task_name,
+        "source": None,
         "test_quality": metrics.get("test_quality"),
         "score": metrics.get("score"),
         "quality": metrics.get("quality"),
