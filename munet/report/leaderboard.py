@@ -17,7 +17,6 @@ from typing import Any, Protocol
 COLUMNS = (
     "agent_id",
     "task_name",
-    "source",  # where the task's data come from (a bound source spec, embedded, tfds)
     "test_quality",
     "score",
     "quality",
@@ -27,6 +26,9 @@ COLUMNS = (
     "parent_id",
     "parent_agent_id",
     "num_cycles",
+    # After the seed's columns: where the task's data come from (a bound source spec,
+    # embedded, tfds).
+    "source",
     "components",
 )
 # The text table leaves out the long component list (CSV and JSON keep it).
@@ -48,7 +50,6 @@ def path_row(path: PathLike, components: str = "") -> dict[str, Any]:
     return {
         "agent_id": path.agent_id,
         "task_name": path.task_name,
-        "source": None,
         "test_quality": metrics.get("test_quality"),
         "score": metrics.get("score"),
         "quality": metrics.get("quality"),
@@ -58,6 +59,7 @@ def path_row(path: PathLike, components: str = "") -> dict[str, Any]:
         "parent_id": path.parent.id if path.parent is not None else -1,
         "parent_agent_id": path.parent.agent_id if path.parent is not None else None,
         "num_cycles": metrics.get("num_cycles"),
+        "source": None,
         "components": components,
     }
 
