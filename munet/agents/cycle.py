@@ -129,9 +129,9 @@ class Agent:
     ) -> None:
         from munet.tasks import get_task
 
+        self.config = config.validate()
         if task_name.startswith(ROOT_TASK_PREFIX):
             raise AgentError(self._root_task_message(task_name))
-        self.config = config.validate()
         self.task_name = task_name
         self.agent_id = format_agent_id(config.name, task_name)
         self.store = store if isinstance(store, SystemStore) else SystemStore(str(store))

@@ -178,7 +178,8 @@ def path_model(
     Args:
         path: the path.
         config: the config of the path's agent (its `model` names the ViT size).
-        configs: other agents' configs, for wrapped paths of other agent classes.
+        configs: other agents' configs (unused today: a multipath agent builds its subpaths
+            with its own config, and so does this).
         hparams: the hparams to build with (default the path's own).
 
     Returns:
@@ -211,8 +212,8 @@ def path_model(
         if isinstance(component, PathComponent):
             sub = component.path
             sub_hparams = (recorded.get(component.name) or {}).get("hparams") or sub.hparams
-            sub_config = (configs or {}).get(sub.agent_id) or config
-            node, sub_tensors = path_model(sub, sub_config, configs, sub_hparams)
+            # The holding agent's config builds its subpaths, as the multipath agent does.
+            node, sub_tensors = path_model(sub, config, configs, sub_hparams)
             if node["type"] != "vit":
                 raise ValueError(f"path {path.full_id}: slot {component.name} wraps a multipath")
             slots[component.name] = node

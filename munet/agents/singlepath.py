@@ -59,13 +59,26 @@ def model_arch(config: AgentConfig, hparams: dict[str, Any]) -> VitArch:
 
 
 def assemble_vit(
-    config: AgentConfig, path: Path, device: torch.device, train: bool
+    config: AgentConfig,
+    path: Path,
+    device: torch.device,
+    train: bool,
+    hparams: dict[str, Any] | None = None,
 ) -> tuple[AssembledVit, dict[str, dict[str, torch.Tensor]]]:
     """A singlepath path's ViT on ``device`` and its trainable tensors (with ``train``).
 
+    Args:
+        config: the config of the path's agent class (its model size).
+        path: the path.
+        device: where the model runs.
+        train: make the trainable components fresh leaves that require grad.
+        hparams: the hparams to build with (default the path's); a multipath model runs
+            another task's path headless through a copy with ``num_classes`` 0.
+
     Components the architecture does not use (the head of a path run headless) are left out.
     """
-    arch = model_arch(config, path.hparams)
+    hparams = path.hparams if hparams is None else hparams
+    arch = model_arch(config, hparams)
     used = set(component_names(arch))
     mapping: dict[str, dict[str, torch.Tensor]] = {}
     trainable: dict[str, dict[str, torch.Tensor]] = {}
@@ -76,7 +89,7 @@ def assemble_vit(
         mapping[component.name] = device_tensors(component, device, learn)
         if learn:
             trainable[component.name] = mapping[component.name]
-    return AssembledVit(arch, int(path.hparams["ds_image_size"]), mapping), trainable
+    return AssembledVit(arch, int(hparams["ds_image_size"]), mapping), trainable
 
 
 class SinglepathAgent(Agent):

@@ -18,6 +18,12 @@ import sys
 DEFAULT_STATE_DIR = "state"
 
 
+AGENT_HELP = (
+    "agent preset: Vit, VitB, VitT3, VitCpu; multipath: MultiVit, MultiVitB, MultiVitT3, "
+    "MultiVitCpu"
+)
+
+
 def _add_common(parser: argparse.ArgumentParser, state_default: str = DEFAULT_STATE_DIR) -> None:
     parser.add_argument(
         "-d",
@@ -74,7 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="create the root model agents start from",
         description="Create the root model of an agent class in a state dir (once).",
     )
-    root.add_argument("--agent", required=True, help="agent preset: Vit, VitB, VitT3, VitCpu")
+    root.add_argument("--agent", required=True, help=AGENT_HELP)
     root.add_argument(
         "--root",
         default="random_init",
@@ -94,7 +100,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "cycles. Rerun with more cycles to continue."
         ),
     )
-    run.add_argument("--agent", required=True, help="agent preset: Vit, VitB, VitT3, VitCpu")
+    run.add_argument("--agent", required=True, help=AGENT_HELP)
     run.add_argument("--task", required=True, help="task name, e.g. digits, synth/shape, cifar10")
     run.add_argument("--cycles", type=int, required=True, help="total cycles to reach")
     run.add_argument(
@@ -160,8 +166,8 @@ def _root(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from munet.agents.runner import resolve_config
-    from munet.agents.singlepath import AgentError, SinglepathAgent
+    from munet.agents.reports import AgentError
+    from munet.agents.runner import make_agent, resolve_config
     from munet.agents.task_data import bind_task_data
     from munet.config import ConfigError
     from munet.system import AgentLockedError, SystemStore, format_agent_id
@@ -178,7 +184,7 @@ def _run(args: argparse.Namespace) -> int:
         config = bind_task_data(
             config, args.task, store, args.data, format_agent_id(args.agent, args.task)
         )
-        agent = SinglepathAgent(config, args.task, store, progress=args.progress, echo=print)
+        agent = make_agent(config, args.task, store, progress=args.progress, echo=print)
         report = agent.run(args.cycles)
     except (ConfigError, AgentError, AgentLockedError, ValueError, ImportError) as err:
         return _fail(err)

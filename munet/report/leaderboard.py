@@ -29,6 +29,7 @@ COLUMNS = (
     # After the seed's columns: where the task's data come from (a bound source spec,
     # embedded, tfds).
     "source",
+    "paths",
     "components",
 )
 # The text table leaves out the long component list (CSV and JSON keep it).
@@ -44,8 +45,9 @@ class PathLike(Protocol):
     parent: Any
 
 
-def path_row(path: PathLike, components: str = "") -> dict[str, Any]:
-    """A leaderboard row of one path (missing metrics are None)."""
+def path_row(path: PathLike, components: str = "", paths: str = "") -> dict[str, Any]:
+    """A leaderboard row of one path (missing metrics are None); ``paths`` lists a multipath
+    path's subpaths (``agent:id`` separated by spaces)."""
     metrics = path.metrics
     return {
         "agent_id": path.agent_id,
@@ -60,6 +62,7 @@ def path_row(path: PathLike, components: str = "") -> dict[str, Any]:
         "parent_agent_id": path.parent.agent_id if path.parent is not None else None,
         "num_cycles": metrics.get("num_cycles"),
         "source": None,
+        "paths": paths,
         "components": components,
     }
 
