@@ -285,7 +285,9 @@ def save_exported(
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ExportError(f"export folder {str(out)!r} exists and is not empty; choose another")
     module = build_module(model)
-    flat = {name: t.detach().to("cpu", torch.float32).contiguous() for name, t in tensors.items()}
+    # Copies: subpaths of a multipath path share frozen tensors, and a safetensors file holds
+    # each tensor on its own.
+    flat = {name: t.detach().to("cpu", torch.float32).clone() for name, t in tensors.items()}
     _load_strict(module, flat, str(out))
     num_classes = _num_classes(module)
     if class_names is not None and len(class_names) != num_classes:

@@ -15,12 +15,13 @@ import torch
 from PIL import Image
 
 from munet.agents.published import PublishedSystem
+from munet.agents.runner import make_agent, resolve_config
 from munet.agents.singlepath import assemble_vit
 from munet.cli import main
 from munet.config import AgentConfig
 from munet.models.export import load_exported
 from munet.system import SystemStore
-from munet.tasks import get_task
+from munet.tasks import get_task, registry
 
 from .conftest import TINY_OVERRIDES
 
@@ -163,6 +164,10 @@ def test_folder_task_run_resume_export_predict_test(tmp_path, capsys):
     assert lines[0] == "file,rank,class,index,probability" and len(lines) == 3
     assert all(line.startswith(str(extra / "ok.png")) for line in lines[1:])
 
+    # Progress on stderr when asked (by default only on a terminal).
+    assert run("predict", str(export), str(data / "test"), "--batch-size", "4", "--progress") == 0
+    assert "predict: 100%" in capsys.readouterr().err
+
     assert run("test", "-d", str(state)) == 0
     table = capsys.readouterr().out
     assert "VitCpu~flowers:" in table and " ok" in table
@@ -186,6 +191,12 @@ def test_immutability_mismatch_exits_1(tmp_path, capsys):
     capsys.readouterr()
     assert run("test", "-d", str(state), "--task", "petals") == 1
     assert "MISMATCH" in capsys.readouterr().out
+    # Data gone: the path cannot be checked, said per path, exit code 2.
+    data.rename(tmp_path / "moved")
+    registry._SOURCE_CACHE.clear()  # this process keeps the tasks it read
+    registry._TASK_CACHE.clear()
+    assert run("test", "-d", str(state), "--task", "petals") == 2
+    assert "error: image folder" in capsys.readouterr().out
 
 
 def test_npz_task_with_the_default_split_rule(tmp_path, capsys):
@@ -260,3 +271,63 @@ def test_hugging_face_dataset_saved_to_disk(tmp_path, capsys):
     assert config["class_names"] == list(CLASSES)
     assert config["preprocessing"]["storage_size"] == [9, 11]
     assert run("test", "-d", str(state)) == 0
+
+
+MP_SETS = [
+    arg
+    for item in TINY_OVERRIDES
+    if "num_layers" not in item and "ds_image_size" not in item
+    for arg in ("--set", item)
+]
+
+
+def test_multipath_path_exports_with_its_subpaths(tmp_path, capsys):
+    data = write_flowers(tmp_path / "flowers", train_per_class=16, test_per_class=6)
+    state = str(tmp_path / "state")
+    assert run("root", "--agent", "VitCpu", "-d", state, *SETS, "-q") == 0
+    assert run("run", "--agent", "VitCpu", "--task", "flowers", "--data", f"folder:{data}",
+               "--cycles", "1", "-d", state, *SETS, "-q") == 0  # fmt: skip
+    assert run("run", "--agent", "VitCpu", "--task", "synth/color", "--cycles", "1",
+               "-d", state, *SETS, "-q") == 0  # fmt: skip
+    # The multipath agent finds the task's data in the singlepath agent's state: no --data.
+    assert run("run", "--agent", "MultiVitCpu", "--task", "flowers", "--cycles", "1",
+               "-d", state, *MP_SETS, "-q") == 0  # fmt: skip
+    store = SystemStore(state)
+    manifest = store.read_manifest(store.latest_state("MultiVitCpu~flowers"))
+    assert manifest["config"]["data"] == f"folder:{data.resolve()}"
+
+    export = tmp_path / "export"
+    assert run("export", "-d", state, "--task", "flowers", "--agent", "MultiVitCpu",
+               "--out", str(export)) == 0  # fmt: skip
+    config = json.loads((export / "config.json").read_text())
+    tree = config["model"]
+    assert tree["type"] == "multipath" and sorted(tree["paths"]) == ["path_0", "path_1"]
+    assert tree["paths"]["path_0"]["arch"]["num_classes"] == 3
+    assert tree["paths"]["path_1"]["arch"]["num_classes"] == 0  # another task's, headless
+    names = set(config["tensors"])
+    assert {"multipath_router.dense.weight", "head_adapter_path_1.weight"} <= names
+    assert any(n.startswith("path_1.encoderblock_") for n in names)
+    assert not any(n.startswith("path_1.head.") for n in names)
+
+    # Logits equal the multipath agent's own model of the path, bit for bit.
+    model, preprocess = load_exported(export)
+    agent_config = resolve_config("MultiVitCpu", (), store, "flowers")
+    agent = make_agent(agent_config, "flowers", store, progress=False, echo=lambda _: None)
+    population, *_ = agent._load(announce=False)
+    best = population.get_best_path()
+    assert config["provenance"]["full_id"] == best.full_id
+    generator = torch.Generator().manual_seed(0)
+    sizes = best.hparams["ds_image_size"]
+    images = {int(s): torch.rand(4, 3, int(s), int(s), generator=generator) for s in sizes}
+    with torch.no_grad():
+        expected = agent.build_model(best, torch.device("cpu"), train=False).model(images)
+        assert torch.equal(model(images), expected)
+    assert isinstance(preprocess([next((data / "test" / "rose").iterdir())]), dict)
+
+    test_files = {c: sorted((data / "test" / c).iterdir()) for c in CLASSES}
+    capsys.readouterr()
+    accuracy = predicted_accuracy(capsys, export, test_files)
+    assert accuracy == config["metrics"]["test_quality"]
+    assert run("test", "-d", state, "--task", "flowers") == 0
+    table = capsys.readouterr().out
+    assert "MultiVitCpu~flowers:" in table and "2/2 paths reproduce" in table
