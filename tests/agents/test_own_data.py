@@ -212,9 +212,19 @@ def test_npz_task_with_the_default_split_rule(tmp_path, capsys):
     assert run("run", "--agent", "VitCpu", "--task", "bands", "--data", f"npz:{npz}",
                "--cycles", "1", "-d", str(state), *SETS, "-q") == 0  # fmt: skip
     export = tmp_path / "export"
+    capsys.readouterr()
+    assert run("export", "-d", str(state), "--task", "bandz", "--out", str(export)) == 2
+    assert "no published paths of task 'bandz'" in capsys.readouterr().err
     assert run("export", "-d", str(state), "--task", "bands", "--agent", "VitCpu",
-               "--out", str(export)) == 0  # fmt: skip
+               "--path", "99", "--out", str(export)) == 2  # fmt: skip
+    assert "published no path 99" in capsys.readouterr().err
+    assert not export.exists()
+    store = SystemStore(state)
+    best_id = PublishedSystem.load(store).find("bands").path.id
+    assert run("export", "-d", str(state), "--task", "bands", "--agent", "VitCpu",
+               "--path", str(best_id), "--out", str(export)) == 0  # fmt: skip
     config = json.loads((export / "config.json").read_text())
+    assert config["provenance"]["path_id"] == best_id and config["provenance"]["best_published"]
     assert config["class_names"] == list("abcd") and config["preprocessing"]["storage_size"] == [
         12,
         12,
