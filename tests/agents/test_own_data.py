@@ -247,6 +247,7 @@ def test_npz_task_with_the_default_split_rule(tmp_path, capsys):
     assert run("test", "-d", str(state), "--task", "bands") == 0
 
 
+@pytest.mark.slow  # importing `datasets` alone takes seconds
 def test_hugging_face_dataset_saved_to_disk(tmp_path, capsys):
     datasets = pytest.importorskip("datasets")
     rng = np.random.default_rng(2)
