@@ -11,13 +11,8 @@ The folder needs no state dir and no pickle to use: `load_exported(DIR)` returns
                             tensor, so a changed file is refused with the tensor it concerns
     DIR/README.md           a model card with the metrics
 
-The model tree describes the path generically over its components:
-
-    {"type": "vit", "arch": VitArch.to_dict(), "image_size": S}
-        a `VisionTransformer`; its state-dict names are the component names.
-    {"type": "multipath", "router_lr_mult": m, "paths": {"path_0": <vit node>, ...}}
-        the seed's multipath model (`munet.models.multipath`): the subpaths by slot, plus the
-        `multipath_router` and `head_adapter_path_k` components.
+The model tree describes the path generically over its components (munet/models/
+export_tree.py): a `vit` node, or a `multipath` node whose slots are `vit` nodes.
 
 Preprocessing (the evaluation pipeline of `munet.tasks`): an image is converted to RGB, resized
 (PIL bilinear) to the *storage size* its task's source kept images at, then resized to
@@ -34,210 +29,38 @@ import secrets
 import shutil
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path as FsPath
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
-from munet.models.arch import VitArch
-from munet.models.multipath import ROUTER, MultipathVit, head_adapter_name
-from munet.models.vit import LAYER_NORM_EPS, VisionTransformer
+from munet.models.export_preprocessing import Preprocessing
+from munet.models.export_tree import ExportError, MultipathModule, build_module
+
+__all__ = [
+    "CARD_FILE",
+    "CONFIG_FILE",
+    "EXPORT_FORMAT",
+    "EXPORT_VERSION",
+    "MODEL_FILE",
+    "ExportError",
+    "MultipathModule",
+    "Preprocessing",
+    "build_module",
+    "load_exported",
+    "load_module_tensors",
+    "model_card",
+    "read_export_config",
+    "save_exported",
+    "tensor_sha256",
+]
 
 EXPORT_FORMAT = "munet-exported-model"
 EXPORT_VERSION = 1
 MODEL_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
 CARD_FILE = "README.md"
-
-
-class ExportError(ValueError):
-    """An export folder is missing, malformed, or its tensors do not match its config."""
-
-
-# Model tree -> module -----------------------------------------------------------------------
-class _Router(nn.Module):
-    """The multipath router's tensors as a module: `norm` (LayerNorm) and `dense` (Linear)."""
-
-    def __init__(self, num_classes: int, num_paths: int) -> None:
-        super().__init__()
-        self.norm = nn.LayerNorm(num_classes, eps=LAYER_NORM_EPS)
-        self.dense = nn.Linear(num_classes, num_paths)
-
-
-class MultipathModule(nn.Module):
-    """A multipath model as a plain module: subpaths by slot, router and connectors.
-
-    The forward is `munet.models.multipath.MultipathVit` run on this module's parameters, so
-    the logits are those of the system's multipath model to the last bit.
-
-    Args:
-        paths: {slot: module}, `path_0` the main path (with a head), the others headless.
-        router_lr_mult: the router's gradient scale (kept for fine-tuning; no effect on values).
-    """
-
-    def __init__(self, paths: Mapping[str, VisionTransformer], router_lr_mult: float) -> None:
-        super().__init__()
-        self.slots = sorted(paths, key=_slot_index)
-        if not self.slots or self.slots[0] != "path_0":
-            raise ExportError(f"multipath slots {self.slots}: expected path_0, path_1, ...")
-        for slot in self.slots:
-            self.add_module(slot, paths[slot])
-        main = paths["path_0"]
-        num_classes = main.arch.num_classes
-        self.add_module(ROUTER, _Router(num_classes, len(self.slots)))
-        for index, slot in enumerate(self.slots[1:], 1):
-            width = paths[slot].arch.width
-            self.add_module(head_adapter_name(index), nn.Linear(width, num_classes))
-        self.router_lr_mult = float(router_lr_mult)
-
-    def forward(self, images: torch.Tensor | Mapping[int, torch.Tensor]) -> torch.Tensor:
-        """Args: (B, 3, S, S) images, or {image size: images} when subpaths differ in size.
-        Returns logits (B, C)."""
-        router = getattr(self, ROUTER)
-        model = MultipathVit(
-            [getattr(self, slot) for slot in self.slots],
-            {
-                "norm.weight": router.norm.weight,
-                "norm.bias": router.norm.bias,
-                "dense.weight": router.dense.weight,
-                "dense.bias": router.dense.bias,
-            },
-            [
-                {"weight": adapter.weight, "bias": adapter.bias}
-                for adapter in (
-                    getattr(self, head_adapter_name(i)) for i in range(1, len(self.slots))
-                )
-            ],
-            self.router_lr_mult,
-        )
-        return model(images)
-
-
-def _slot_index(slot: str) -> int:
-    prefix, _, number = slot.rpartition("_")
-    if prefix != "path" or not number.isdigit():
-        raise ExportError(f"multipath slot {slot!r}: expected path_<k>")
-    return int(number)
-
-
-def build_module(node: Mapping[str, Any]) -> nn.Module:
-    """An untrained module of a model tree node (see the module docstring).
-
-    Raises:
-        ExportError: an unknown node type or a malformed node.
-    """
-    kind = node.get("type")
-    try:
-        if kind == "vit":
-            return VisionTransformer(VitArch.from_dict(node["arch"]), int(node["image_size"]))
-        if kind == "multipath":
-            paths = {}
-            for slot, sub in node["paths"].items():
-                if sub.get("type") != "vit":
-                    raise ExportError(f"multipath slot {slot!r}: a subpath must be a vit node")
-                paths[slot] = build_module(sub)
-            return MultipathModule(paths, float(node["router_lr_mult"]))
-    except (KeyError, TypeError, ValueError) as error:
-        if isinstance(error, ExportError):
-            raise
-        raise ExportError(f"malformed model node {kind!r}: {error!r}") from None
-    raise ExportError(f"unknown model node type {kind!r}; known: vit, multipath")
-
-
-def model_input_sizes(node: Mapping[str, Any]) -> list[int]:
-    """The image sizes a model tree reads, in slot order (one for a ViT)."""
-    if node["type"] == "vit":
-        return [int(node["image_size"])]
-    sizes: list[int] = []
-    for slot in sorted(node["paths"], key=_slot_index):
-        sizes += model_input_sizes(node["paths"][slot])
-    return list(dict.fromkeys(sizes))
-
-
-# Preprocessing --------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Preprocessing:
-    """Turns images into the model's input, exactly as the task pipeline evaluated them.
-
-    Attributes:
-        image_size: the `ds_image_size` hparam: an int, or a list of sizes (the model then
-            takes {size: images}).
-        storage_size: (H, W) the task's source stored images at; inputs of another size are
-            first resized to it (PIL bilinear), as the source did. None: no such step.
-    """
-
-    image_size: int | list[int]
-    storage_size: tuple[int, int] | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "image_size": self.image_size,
-            "storage_size": list(self.storage_size) if self.storage_size else None,
-            "steps": [
-                "convert to RGB (grey repeated, alpha dropped, palette expanded)",
-                "resize to storage_size (H, W), PIL bilinear, when the size differs",
-                "resize to image_size: bilinear, half-pixel centres, no antialiasing "
-                "(tf.image.resize)",
-                "x / 127.5 - 1, clipped to [-1, 1]",
-            ],
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Preprocessing:
-        size = data["image_size"]
-        storage = data.get("storage_size")
-        return cls(
-            image_size=[int(s) for s in size] if isinstance(size, list) else int(size),
-            storage_size=(int(storage[0]), int(storage[1])) if storage else None,
-        )
-
-    def load_image(self, image: Any) -> np.ndarray:
-        """One image (a PIL image, a file path, or an (H, W[, C]) uint8 array) as an
-        (H, W, 3) uint8 array at the storage size.
-
-        Raises:
-            ValueError: the image cannot be read, naming it.
-        """
-        from munet.tasks.sources.decoded import decode_to_storage
-
-        return decode_to_storage(image, self.storage_size, where=_describe(image))
-
-    def __call__(self, images: Sequence[Any] | torch.Tensor) -> torch.Tensor | dict:
-        """A batch of model inputs.
-
-        Args:
-            images: PIL images, file paths or uint8 arrays (each of any size and mode), or a
-                uint8 (N, C, H, W) tensor already at the storage size.
-
-        Returns:
-            float32 (N, 3, S, S) in [-1, 1], or {S: ...} for a list `image_size`.
-        """
-        from munet.tasks.augment import AugmentConfig, preprocess
-
-        if isinstance(images, torch.Tensor):
-            batch = images
-        else:
-            arrays = [self.load_image(image) for image in images]
-            if not arrays:
-                raise ValueError("no images to preprocess")
-            shapes = {a.shape for a in arrays}
-            if len(shapes) > 1:
-                raise ValueError(
-                    f"images of several sizes {sorted(shapes)} without a storage size; "
-                    "preprocess them one at a time"
-                )
-            batch = torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2)
-        config = AugmentConfig.from_hparams({"ds_image_size": self.image_size})
-        return preprocess(batch, config, train=False)
-
-
-def _describe(image: Any) -> str:
-    if isinstance(image, (str, os.PathLike)):
-        return str(image)
-    return type(image).__name__
 
 
 # Writing ------------------------------------------------------------------------------------
@@ -288,7 +111,7 @@ def save_exported(
     # Copies: subpaths of a multipath path share frozen tensors, and a safetensors file holds
     # each tensor on its own.
     flat = {name: t.detach().to("cpu", torch.float32).clone() for name, t in tensors.items()}
-    _load_strict(module, flat, str(out))
+    load_module_tensors(module, flat, str(out))
     num_classes = _num_classes(module)
     if class_names is not None and len(class_names) != num_classes:
         raise ExportError(f"{len(class_names)} class names for a model of {num_classes} classes")
@@ -343,7 +166,12 @@ def _num_classes(module: nn.Module) -> int:
     return int(main.arch.num_classes)
 
 
-def _load_strict(module: nn.Module, flat: Mapping[str, torch.Tensor], where: str) -> None:
+def load_module_tensors(module: nn.Module, flat: Mapping[str, torch.Tensor], where: str) -> None:
+    """Loads {flat name: tensor} into a module, refusing missing, extra or reshaped tensors.
+
+    Raises:
+        ExportError: naming the tensors (`where` says which file or path they come from).
+    """
     expected = {name: tuple(p.shape) for name, p in module.state_dict().items()}
     missing = sorted(set(expected) - set(flat))
     unexpected = sorted(set(flat) - set(expected))
@@ -498,7 +326,7 @@ def load_exported(folder: str | os.PathLike[str]) -> tuple[nn.Module, Preprocess
         preprocessing = Preprocessing.from_dict(config["preprocessing"])
     except (KeyError, TypeError) as error:
         raise ExportError(f"{folder / CONFIG_FILE}: malformed ({error!r})") from None
-    _load_strict(module, flat, str(weights))
+    load_module_tensors(module, flat, str(weights))
     module.eval()
     module.requires_grad_(False)
     module.munet_config = config
