@@ -230,11 +230,13 @@ def path_model(
 
 def build_path_module(published: PublishedPath, system: PublishedSystem) -> torch.nn.Module:
     """The path as a plain module (the exported model, built in memory), in eval mode."""
-    from munet.models.export import load_module_tensors, build_module
+    from munet.models.export import build_module, load_module_tensors
 
     node, tensors = path_model(published.path, published.config, system.configs)
     module = build_module(node)
-    load_module_tensors(module, {k: v.to(torch.float32) for k, v in tensors.items()}, published.state)
+    load_module_tensors(
+        module, {k: v.to(torch.float32) for k, v in tensors.items()}, published.state
+    )
     return module.eval().requires_grad_(False)
 
 
