@@ -470,6 +470,10 @@ DEMO_AGENT = "VitCpu"
 DEMO_TASKS = ("digits", "synth/shape", "synth/color", "synth/count")
 DEFAULT_DEMO_STATE_DIR = "state/demo"
 DEFAULT_DEMO_CYCLES = 2
+# Then MultiVitCpu agents on the demo's weakest tasks (lowest singlepath validation quality).
+DEMO_MULTIPATH_AGENT = "MultiVitCpu"
+DEMO_MULTIPATH_TASKS = 2
+DEMO_MULTIPATH_CYCLES = 1
 
 PRESETS: dict[str, Callable[[], AgentConfig]] = {
     "Vit": vit_large,

@@ -73,7 +73,7 @@ def _fail(message: object) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds `root`, `run`, `leaderboard` and `demo`."""
-    from munet.config import DEFAULT_DEMO_CYCLES, DEFAULT_DEMO_STATE_DIR
+    from munet.config import DEFAULT_DEMO_CYCLES, DEFAULT_DEMO_STATE_DIR, DEMO_MULTIPATH_TASKS
 
     root = subparsers.add_parser(
         "root",
@@ -132,8 +132,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="grow a small multitask system on the CPU (a few minutes)",
         description=(
             "From an empty state dir: a random-init VitCpu root model, then agents on digits "
-            "and three generated tasks, cycle by cycle; ends with the leaderboard. Rerunning "
-            "resumes."
+            "and three generated tasks, cycle by cycle; then multipath agents on the weakest "
+            "tasks; ends with the leaderboard and multipath vs singlepath. Rerunning resumes."
         ),
     )
     _add_common(demo, DEFAULT_DEMO_STATE_DIR)
@@ -144,6 +144,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=int,
         default=None,
         help="agents run in parallel processes (default: one per core); 1 prints every generation",
+    )
+    demo.add_argument(
+        "--multipath-tasks",
+        type=int,
+        default=DEMO_MULTIPATH_TASKS,
+        help="then MultiVitCpu agents on this many of the weakest tasks (0: skip the stage)",
     )
     _add_config(demo)
     _add_verbosity(demo)
@@ -227,6 +233,7 @@ def _demo(args: argparse.Namespace) -> int:
             overrides=args.overrides,
             progress=args.progress,
             workers=args.workers,
+            multipath_tasks=args.multipath_tasks,
         )
     except (ConfigError, AgentError, AgentLockedError, ValueError) as err:
         return _fail(err)
