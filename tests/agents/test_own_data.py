@@ -342,3 +342,39 @@ def test_multipath_path_exports_with_its_subpaths(tmp_path, capsys):
     assert run("test", "-d", state, "--task", "flowers") == 0
     table = capsys.readouterr().out
     assert "MultiVitCpu~flowers:" in table and "2/2 paths reproduce" in table
+
+
+def test_corrupt_data_stops_a_run_with_a_clear_error_and_loses_nothing(tmp_path, capsys):
+    data = write_flowers(tmp_path / "flowers", train_per_class=12, test_per_class=4)
+    state = tmp_path / "state"
+    assert run("root", "--agent", "VitCpu", "-d", str(state), *SETS, "-q") == 0
+    assert run("run", "--agent", "VitCpu", "--task", "petals", "--data", f"folder:{data}",
+               "--cycles", "1", "-d", str(state), *SETS, "-q") == 0  # fmt: skip
+    before = state_snapshot(state)
+    victim = sorted((data / "train" / "rose").iterdir())[2]
+    victim.write_bytes(victim.read_bytes()[:50])  # truncated
+    registry._SOURCE_CACHE.clear()  # as a new process would, read the files again
+    registry._TASK_CACHE.clear()
+    capsys.readouterr()
+    assert run("run", "--agent", "VitCpu", "--task", "petals", "--cycles", "2",
+               "-d", str(state), "-q") == 2  # fmt: skip
+    assert f"cannot read image {victim}" in capsys.readouterr().err
+    # Every committed file is intact (a generation done before the bad batch may have added
+    # an intermediate state).
+    after = state_snapshot(state)
+    assert {k: after.get(k) for k in before} == before
+
+    # An .npz whose labels exceed its class count, and one with more images than labels.
+    for name, arrays, message in (
+        ("range", {"num_classes": np.array(2), "y": np.arange(40) % 3}, "has label 2"),
+        ("lengths", {"num_classes": np.array(3), "y": np.arange(39) % 3}, "40 images but 39"),
+    ):
+        npz = tmp_path / f"{name}.npz"
+        np.savez(npz, x=np.zeros((40, 8, 8), np.uint8), **arrays)
+        assert run("run", "--agent", "VitCpu", "--task", name, "--data", f"npz:{npz}",
+                   "--cycles", "1", "-d", str(state), "-q") == 2  # fmt: skip
+        assert message in capsys.readouterr().err
+        assert not (state / f"VitCpu~{name}").exists() or not any(
+            p.name.startswith("state_") for p in (state / f"VitCpu~{name}").iterdir()
+        )
+    assert {k: state_snapshot(state).get(k) for k in before} == before
