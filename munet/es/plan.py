@@ -140,3 +140,43 @@ def shard_plan(
         done=plan.done[:, start:stop],
         fresh=[None if fresh is None else rows_of(fresh, start, stop) for fresh in plan.fresh],
     )
+
+
+def _tile(tree: Any, copies: int) -> Any:
+    if isinstance(tree, torch.Tensor):
+        return torch.cat([tree] * copies)
+    if isinstance(tree, dict):
+        return {key: _tile(value, copies) for key, value in tree.items()}
+    if isinstance(tree, (tuple, list)):
+        return type(tree)(_tile(value, copies) for value in tree)
+    return tree
+
+
+class ReplicatedBatches(InnerProblem):
+    """``problem`` seen by ``copies`` devices that share their data: a batch for P particles is
+    one batch of P / copies rows, repeated. The multi-device estimators burn in staggered
+    starts through it when data is replicated, so the burn-in sees the same data layout as the
+    truncations that follow."""
+
+    def __init__(self, problem: InnerProblem, copies: int) -> None:
+        self.problem = problem
+        self.copies = copies
+        self.episode_length = problem.episode_length
+
+    def init_theta(self) -> torch.Tensor:
+        return self.problem.init_theta()
+
+    def init_state(self, num_particles: int, generator: torch.Generator) -> InnerState:
+        return self.problem.init_state(num_particles, generator)
+
+    def sample_batch(self, num_particles: int, generator: torch.Generator) -> Any:
+        if num_particles % self.copies:
+            raise ValueError(f"{num_particles} particles do not split over {self.copies} copies")
+        batch = self.problem.sample_batch(num_particles // self.copies, generator)
+        _check_rows(
+            batch, num_particles // self.copies, f"{type(self.problem).__name__}.sample_batch"
+        )
+        return _tile(batch, self.copies)
+
+    def step(self, state, theta, batch, inner_step):
+        return self.problem.step(state, theta, batch, inner_step)

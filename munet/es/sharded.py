@@ -39,10 +39,10 @@ from munet.es.estimators import (
     _positive_int,
 )
 from munet.es.pes import antithetic_es_gradient, pes_gradient, sample_perturbations
-from munet.es.plan import ShardPlan, plan_truncation, shard_plan
-from munet.es.problem import InnerProblem, InnerState
+from munet.es.plan import ReplicatedBatches, ShardPlan, plan_truncation, shard_plan
+from munet.es.problem import InnerProblem, InnerState, check_theta
 from munet.es.state_io import save_state
-from munet.es.unroll import select_particles
+from munet.es.unroll import select_particles, staggered_start
 
 
 @dataclass(frozen=True)
@@ -127,6 +127,21 @@ class _MultiDevice:
         for device in {device for device in self.devices if device.type == "cuda"}:
             torch.cuda.synchronize(device)  # the shards' streams read these copies next
         return tuple(shards)
+
+    def _start(self, theta: torch.Tensor, generator: torch.Generator):
+        # As the single-device estimator, but a burn-in on replicated data shares its batches
+        # across devices exactly as the truncations after it will.
+        check_theta(self.problem, theta)
+        copies = len(self.devices)
+        problem = ReplicatedBatches(self.problem, copies) if self.replicate_data else self.problem
+        return staggered_start(
+            problem,
+            theta,
+            self.num_particles,
+            generator,
+            self.random_initial_offset,
+            self.offset_mode,
+        )
 
     def _check_particles(self, inner_step: torch.Tensor) -> None:
         if inner_step.shape != (self.num_particles,):
