@@ -1,5 +1,6 @@
 """Devices for the multi-device estimators: naming and checking them, moving problems and data
-onto them, and running one piece of work per device at the same time.
+onto them, and running one piece of work per device at the same time (worker threads, or CUDA
+streams driven from one thread).
 
 A device list may name the same device more than once (``["cpu", "cpu"]`` or
 ``["cuda:0", "cuda:0"]``): each entry is one shard of the particles with its own worker thread
@@ -10,7 +11,7 @@ without accelerators.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from typing import Any
@@ -20,6 +21,9 @@ import torch
 from munet.es.problem import InnerProblem
 
 DEVICE_TYPES = ("cpu", "cuda")
+# A shard's work: (entry index, device, argument) -> a generator that yields between inner
+# steps and returns the shard's result.
+WorkFunction = Callable[[int, torch.device, Any], Generator[None, None, Any]]
 
 
 def _cuda_count() -> int:
@@ -131,56 +135,112 @@ def problem_on_device(problem: InnerProblem, device: torch.device) -> InnerProbl
     return moved
 
 
-class DeviceWorkers:
-    """One worker thread (and on CUDA one stream) per device entry; ``run`` calls a function
-    for every entry at the same time and returns the results in entry order.
+CONCURRENCY = ("auto", "threads", "streams")
 
-    Each call runs inside ``torch.cuda.device`` and its entry's stream on CUDA, with the
-    caller's torch thread count (torch's CPU thread setting is per thread), and waits for its
-    stream before returning, so results are ready to read.
+
+def _drive(work: Generator[None, None, Any]) -> Any:
+    """Runs a shard's generator to its end; returns what it returns."""
+    while True:
+        try:
+            next(work)
+        except StopIteration as stop:
+            return stop.value
+
+
+class DeviceWorkers:
+    """Runs one piece of work per device entry at the same time; results in entry order.
+
+    A piece of work is a generator function ``work(index, device, argument)`` that yields
+    between inner steps and returns its result. Two ways to run them concurrently:
+
+    - ``"threads"``: one worker thread per entry runs its generator to the end. On the CPU this
+      is the only way to use several cores at once; each thread runs with the caller's torch
+      thread count (torch's CPU thread setting is per thread).
+    - ``"streams"``: the calling thread takes one step of every entry in turn, each inside its
+      entry's CUDA stream. Kernel launches return at once, so the devices (and the streams of
+      a repeated device) compute at the same time while one thread launches, with no contention
+      for Python's GIL. On the CPU this interleaves the entries on the calling thread.
+
+    ``"auto"`` picks ``"streams"`` when every device is a CUDA device, else ``"threads"``.
+    Every entry has its own CUDA stream; results are ready to read when ``run`` returns.
     """
 
-    def __init__(self, devices: Sequence[torch.device]) -> None:
+    def __init__(self, devices: Sequence[torch.device], concurrency: str = "auto") -> None:
+        if concurrency not in CONCURRENCY:
+            raise ValueError(
+                f"unknown concurrency {concurrency!r}; known: {', '.join(CONCURRENCY)}"
+            )
         self.devices = list(devices)
+        if concurrency == "auto":
+            all_cuda = all(device.type == "cuda" for device in self.devices)
+            concurrency = "streams" if all_cuda else "threads"
+        self.concurrency = concurrency
         self._pool: ThreadPoolExecutor | None = None
         self._streams: list[Any] | None = None
 
-    def _streams_for_devices(self) -> list[Any]:
+    def _stream(self, index: int) -> Any:
         if self._streams is None:
             self._streams = [
                 torch.cuda.Stream(device=device) if device.type == "cuda" else None
                 for device in self.devices
             ]
-        return self._streams
+        return self._streams[index]
 
-    def _call(self, index: int, function: Callable[..., Any], threads: int, argument: Any):
+    def _on_device(self, index: int) -> ExitStack:
+        """Enters entry ``index``'s CUDA device and stream (nothing on the CPU)."""
+        stack = ExitStack()
+        stream = self._stream(index)
+        if stream is not None:
+            stack.enter_context(torch.cuda.device(self.devices[index]))
+            stack.enter_context(torch.cuda.stream(stream))
+        return stack
+
+    def _synchronize(self, index: int) -> None:
+        stream = self._stream(index)
+        if stream is not None:
+            stream.synchronize()
+
+    def _in_thread(self, index: int, work: WorkFunction, threads: int, argument: Any) -> Any:
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
-        device = self.devices[index]
-        stream = self._streams_for_devices()[index]
-        with ExitStack() as stack:
-            if stream is not None:
-                stack.enter_context(torch.cuda.device(device))
-                stack.enter_context(torch.cuda.stream(stream))
-            result = function(index, device, argument)
-            if stream is not None:
-                stream.synchronize()
+        with self._on_device(index):
+            result = _drive(work(index, self.devices[index], argument))
+        self._synchronize(index)
         return result
 
-    def run(self, function: Callable[[int, torch.device, Any], Any], arguments: Sequence[Any]):
-        """``[function(i, devices[i], arguments[i]) for every i]``, the calls running
-        concurrently (inline when there is one device)."""
+    def _interleaved(self, work: WorkFunction, arguments: Sequence[Any]) -> list[Any]:
+        generators = [
+            work(index, device, argument)
+            for index, (device, argument) in enumerate(zip(self.devices, arguments, strict=True))
+        ]
+        results: list[Any] = [None] * len(generators)
+        running = list(range(len(generators)))
+        while running:
+            for index in list(running):
+                with self._on_device(index):
+                    try:
+                        next(generators[index])
+                    except StopIteration as stop:
+                        results[index] = stop.value
+                        running.remove(index)
+        for index in range(len(generators)):
+            self._synchronize(index)
+        return results
+
+    def run(self, work: WorkFunction, arguments: Sequence[Any]) -> list[Any]:
+        """``[result of work(i, devices[i], arguments[i]) for every i]``, run concurrently
+        (inline when there is one device)."""
         if len(arguments) != len(self.devices):
             raise ValueError(f"{len(arguments)} arguments for {len(self.devices)} devices")
-        threads = torch.get_num_threads()
-        if len(self.devices) == 1:
-            return [self._call(0, function, threads, arguments[0])]
+        if self.concurrency == "streams" or len(self.devices) == 1:
+            return self._interleaved(work, arguments)
         if self._pool is None:
             self._pool = ThreadPoolExecutor(
                 max_workers=len(self.devices), thread_name_prefix="munet-es-device"
             )
+        threads = torch.get_num_threads()
         futures = [
-            self._pool.submit(self._call, index, function, threads, argument)
+            self._pool.submit(self._in_thread, index, work, threads, argument)
             for index, argument in enumerate(arguments)
         ]
         return [future.result() for future in futures]

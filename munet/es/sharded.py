@@ -4,7 +4,8 @@ learned_optimization's ``TruncatedPESPMAP``, in PyTorch: each device runs its ow
 positive/negative unrolls, computes its share's estimate, and the per-device estimates are
 averaged. Devices are a list (``["cuda:0", "cuda:1"]``; an entry may repeat, e.g.
 ``["cpu", "cpu"]`` or ``["cuda:0", "cuda:0"]``, to run several shards on one device); the
-shards of one estimate run at the same time, one worker thread (and CUDA stream) each.
+shards of one estimate run at the same time: on CUDA each on its own stream, launched in turn
+from the calling thread; on the CPU each in its own worker thread (``munet.es.devices``).
 
 All random numbers are drawn on the CPU from the estimator's one generator in the order the
 single-device estimator draws them (``munet.es.plan``), so:
@@ -21,7 +22,7 @@ single-device estimator draws them (``munet.es.plan``), so:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,11 +97,13 @@ class _MultiDevice:
         particles_per_device: int,
         replicate_data: bool,
         num_devices: int | None,
+        concurrency: str,
     ) -> None:
         self.devices = resolve_devices(devices, num_devices)
         self.particles_per_device = particles_per_device
         self.replicate_data = bool(replicate_data)
-        self._workers = DeviceWorkers(self.devices)
+        self._workers = DeviceWorkers(self.devices, concurrency)
+        self.concurrency = self._workers.concurrency
         # One copy of the problem per distinct device (steps only; draws use self.problem).
         copies: dict[torch.device, InnerProblem] = {}
         for device in self.devices:
@@ -178,8 +181,10 @@ class _MultiDevice:
         starts: Sequence[InnerState],
         thetas: Sequence[torch.Tensor],
         plan: ShardPlan,
-    ) -> tuple[list[InnerState], list[torch.Tensor], torch.Tensor]:
-        """Runs one device's unrolls K steps; returns new states, (K, p) losses, (K, p) done."""
+    ) -> Generator[None, None, tuple[list[InnerState], list[torch.Tensor], torch.Tensor]]:
+        """Runs one device's unrolls K steps, yielding after each (so the CUDA-stream driver
+        can launch the other shards' steps in between); returns new states, (K, p) losses and
+        (K, p) done flags."""
         problem = self._device_problems[index]
         states = list(starts)
         losses: list[list[torch.Tensor]] = [[] for _ in states]
@@ -198,6 +203,7 @@ class _MultiDevice:
                     done = plan.done[step_index].to(device)
                     new_states = [select_particles(done, fresh, state) for state in new_states]
                 states = new_states
+                yield
         return states, [torch.stack(collected) for collected in losses], plan.done.to(device)
 
     def _combine(
@@ -233,6 +239,9 @@ class MultiDeviceTruncatedPES(_MultiDevice, TruncatedPES):
         replicate_data: every device trains on the same batches (the reference's
             ``replicate_data_across_devices``) instead of each its own.
         num_devices: the device count expected; ``devices`` of another length is an error.
+        concurrency: how the shards run at the same time: ``"threads"`` (a worker thread per
+            shard), ``"streams"`` (one thread launching every shard's steps in turn, each on
+            its own CUDA stream) or ``"auto"`` (streams when all devices are CUDA devices).
 
     Raises:
         ValueError: for a bad device list or count, or bad estimator settings.
@@ -251,6 +260,7 @@ class MultiDeviceTruncatedPES(_MultiDevice, TruncatedPES):
         offset_mode: str = "burn_in",
         replicate_data: bool = False,
         num_devices: int | None = None,
+        concurrency: str = "auto",
     ) -> None:
         per_device = _positive_int("particles_per_device", particles_per_device)
         count = len(resolve_devices(devices, num_devices))
@@ -258,7 +268,7 @@ class MultiDeviceTruncatedPES(_MultiDevice, TruncatedPES):
             problem, count * per_device, truncation_length, std, random_initial_offset,
             offset_mode,
         )  # fmt: skip
-        self._setup(devices, per_device, replicate_data, num_devices)
+        self._setup(devices, per_device, replicate_data, num_devices, concurrency)
 
     def scatter(self, state: PESState) -> ShardedState:
         """A single-device ``PESState`` (P particles) cut into this estimator's shards."""
@@ -292,11 +302,11 @@ class MultiDeviceTruncatedPES(_MultiDevice, TruncatedPES):
             state = self.scatter(state)
         theta_row, plan, generator, jobs = self._plan_shards(theta, state)
 
-        def run_shard(index: int, device: torch.device, job) -> _ShardOutput:
+        def run_shard(index: int, device: torch.device, job) -> Generator[None, None, _ShardOutput]:
             shard, shard_plan_ = job
             rows = theta_row.to(device).expand(self.particles_per_device, -1)
             eps = shard_plan_.perturbation.to(device)
-            states, losses, done = self._unroll_shard(
+            states, losses, done = yield from self._unroll_shard(
                 index, device, shard.unrolls, [rows + eps, rows - eps], shard_plan_
             )
             pes = pes_gradient(losses[0], losses[1], done, eps, shard.accumulator, self.std)
@@ -339,6 +349,7 @@ class MultiDeviceTruncatedES(_MultiDevice, TruncatedES):
         offset_mode: str = "burn_in",
         replicate_data: bool = False,
         num_devices: int | None = None,
+        concurrency: str = "auto",
     ) -> None:
         per_device = _positive_int("particles_per_device", particles_per_device)
         count = len(resolve_devices(devices, num_devices))
@@ -346,7 +357,7 @@ class MultiDeviceTruncatedES(_MultiDevice, TruncatedES):
             problem, count * per_device, truncation_length, std, random_initial_offset,
             offset_mode,
         )  # fmt: skip
-        self._setup(devices, per_device, replicate_data, num_devices)
+        self._setup(devices, per_device, replicate_data, num_devices, concurrency)
 
     def scatter(self, state: TruncatedState) -> ShardedState:
         """A single-device ``TruncatedState`` cut into this estimator's shards."""
@@ -377,12 +388,12 @@ class MultiDeviceTruncatedES(_MultiDevice, TruncatedES):
             state = self.scatter(state)
         theta_row, plan, generator, jobs = self._plan_shards(theta, state)
 
-        def run_shard(index: int, device: torch.device, job) -> _ShardOutput:
+        def run_shard(index: int, device: torch.device, job) -> Generator[None, None, _ShardOutput]:
             shard, shard_plan_ = job
             rows = theta_row.to(device).expand(self.particles_per_device, -1)
             eps = shard_plan_.perturbation.to(device)
             start = shard.unrolls[0]
-            states, losses, _ = self._unroll_shard(
+            states, losses, _ = yield from self._unroll_shard(
                 index, device, [start, start, start], [rows + eps, rows - eps, rows], shard_plan_
             )
             es = antithetic_es_gradient(losses[0], losses[1], eps, self.std)

@@ -49,19 +49,41 @@ def test_move_tree_keeps_structure_and_non_tensors():
     assert isinstance(moved["a"], tuple) and isinstance(moved["a"][1], list)
 
 
-def test_workers_return_results_in_device_order_and_pass_errors_on():
-    workers = DeviceWorkers([torch.device("cpu")] * 3)
-    assert workers.run(lambda index, device, value: (index, value * 2), [1, 2, 3]) == [
-        (0, 2),
-        (1, 4),
-        (2, 6),
-    ]
+def _doubling(index, device, value):
+    yield  # a shard's work yields between steps
+    return index, value * 2
 
-    def failing(index, device, value):
-        raise RuntimeError(f"shard {index} failed")
 
+def _failing(index, device, value):
+    yield
+    raise RuntimeError(f"shard {index} failed")
+
+
+@pytest.mark.parametrize("concurrency", ["threads", "streams"])
+def test_workers_return_results_in_device_order_and_pass_errors_on(concurrency):
+    workers = DeviceWorkers([torch.device("cpu")] * 3, concurrency)
+    assert workers.run(_doubling, [1, 2, 3]) == [(0, 2), (1, 4), (2, 6)]
     with pytest.raises(RuntimeError, match="shard 0 failed"):
-        workers.run(failing, [0, 0, 0])
+        workers.run(_failing, [0, 0, 0])
     with pytest.raises(ValueError, match="2 arguments for 3 devices"):
-        workers.run(failing, [0, 0])
+        workers.run(_failing, [0, 0])
     workers.close()
+
+
+def test_streams_take_one_step_of_every_shard_in_turn():
+    order = []
+
+    def work(index, device, steps):
+        for step in range(steps):
+            order.append((step, index))
+            yield
+        return index
+
+    assert DeviceWorkers([torch.device("cpu")] * 2, "streams").run(work, [2, 2]) == [0, 1]
+    assert order == [(0, 0), (0, 1), (1, 0), (1, 1)]
+
+
+def test_concurrency_defaults_and_bad_values():
+    assert DeviceWorkers([torch.device("cpu")] * 2).concurrency == "threads"
+    with pytest.raises(ValueError, match="unknown concurrency 'fibres'; known: auto, threads"):
+        DeviceWorkers([torch.device("cpu")], "fibres")

@@ -190,6 +190,18 @@ def test_a_single_device_state_is_accepted_by_estimate():
     _assert_same_estimates([single_output], [multi_output])
 
 
+def test_shards_interleaved_on_one_thread_give_the_same_estimates():
+    problem = _digits()
+    theta = problem.init_theta()
+    threads = MultiDeviceTruncatedPES(problem, ["cpu"] * 3, 2, concurrency="threads", **SETTINGS)
+    streams = MultiDeviceTruncatedPES(problem, ["cpu"] * 3, 2, concurrency="streams", **SETTINGS)
+    assert (threads.concurrency, streams.concurrency) == ("threads", "streams")
+    threaded, _ = _run(threads, theta, threads.init_state(theta, 4), 3)
+    interleaved, _ = _run(streams, theta, streams.init_state(theta, 4), 3)
+    for a, b in zip(threaded, interleaved, strict=True):
+        assert torch.equal(a.grad, b.grad) and torch.equal(a.per_particle_grad, b.per_particle_grad)
+
+
 class RendezvousProblem(LinearQuadratic):
     """Every ``step`` waits until all shards have reached it: shards run one after another
     would never meet, and the barrier's timeout would break it."""
