@@ -198,6 +198,7 @@ def test_shards_interleaved_on_one_thread_give_the_same_estimates():
     assert (threads.concurrency, streams.concurrency) == ("threads", "streams")
     threaded, _ = _run(threads, theta, threads.init_state(theta, 4), 3)
     interleaved, _ = _run(streams, theta, streams.init_state(theta, 4), 3)
+    assert torch.is_grad_enabled()  # the shards' no_grad steps leave the caller's mode alone
     for a, b in zip(threaded, interleaved, strict=True):
         assert torch.equal(a.grad, b.grad) and torch.equal(a.per_particle_grad, b.per_particle_grad)
 
