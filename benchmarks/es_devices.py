@@ -131,7 +131,8 @@ def main() -> None:
     shards = args.cpu_shards
     print(
         f"PES on {args.problem}, K={args.truncation}; particle-steps/s, median of {args.rounds} "
-        f"interleaved rounds; CPU: {args.threads} thread(s), {shards} shards x 1 thread"
+        f"interleaved rounds; CPU: {args.threads} thread(s), {shards} shards x 1 thread",
+        flush=True,
     )
 
     def single_cpu(threads: int) -> Callable[[int], Runner]:
