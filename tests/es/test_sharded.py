@@ -188,6 +188,9 @@ def test_a_single_device_state_is_accepted_by_estimate():
     (single_output,), _ = _run(single, theta, state, 1)
     (multi_output,), _ = _run(multi, theta, state, 1)
     _assert_same_estimates([single_output], [multi_output])
+    tes_state = TruncatedES(problem, 4).init_state(theta, 1)
+    with pytest.raises(TypeError, match="expected a PESState or ShardedState, got TruncatedState"):
+        multi.estimate(theta, tes_state)
 
 
 def test_shards_interleaved_on_one_thread_give_the_same_estimates():
