@@ -3,9 +3,9 @@ onto them, and running one piece of work per device at the same time (worker thr
 streams driven from one thread).
 
 A device list may name the same device more than once (``["cpu", "cpu"]`` or
-``["cuda:0", "cuda:0"]``): each entry is one shard of the particles with its own worker thread
-(and, on CUDA, its own stream), so the multi-device code runs and is tested on a machine
-without accelerators.
+``["cuda:0", "cuda:0"]``): each entry is one shard of the particles, with its own worker
+thread on the CPU and its own stream on CUDA, so the multi-device code runs and is tested on a
+machine without accelerators.
 """
 
 from __future__ import annotations
