@@ -82,6 +82,9 @@ class AgentConfig:
             matrix products costs more than it saves, and far more on a busy machine.
         singlepath_agent: empty for a singlepath agent; for a multipath agent, the singlepath
             agent class whose paths it combines (``VitT3`` for ``MultiVitT3``).
+        path_output_cache_mb: multipath agents on CPU: memory (MB) for reusing the frozen
+            subpaths' outputs across the steps of a generation trained without augmentation
+            (0: recompute them at every step).
     """
 
     name: str
@@ -106,6 +109,7 @@ class AgentConfig:
     eval_batch_size: int = 0
     num_threads: int = 0
     singlepath_agent: str = ""
+    path_output_cache_mb: int = 512
 
     def validate(self) -> AgentConfig:
         """Checks the config is consistent (the seed's ``config_validate`` and more).
