@@ -87,6 +87,9 @@ class AgentConfig:
             for the splits the data lacks; see ``munet.tasks.SPLIT_RULES``).
         singlepath_agent: empty for a singlepath agent; for a multipath agent, the singlepath
             agent class whose paths it combines (``VitT3`` for ``MultiVitT3``).
+        path_output_cache_mb: multipath agents on CPU: memory (MB) for reusing the frozen
+            subpaths' outputs across the steps of a generation trained without augmentation
+            (0: recompute them at every step).
     """
 
     name: str
@@ -113,6 +116,7 @@ class AgentConfig:
     data: str = ""
     data_split: str = ""
     singlepath_agent: str = ""
+    path_output_cache_mb: int = 512
 
     def validate(self) -> AgentConfig:
         """Checks the config is consistent (the seed's ``config_validate`` and more).
