@@ -30,6 +30,8 @@ _EXPORTS: dict[str, str] = {
     "preset_names": "munet.config",
     "apply_overrides": "munet.config",
     "SinglepathAgent": "munet.agents",
+    "MultipathAgent": "munet.agents",
+    "make_agent": "munet.agents",
     "create_root_model": "munet.agents",
     "run_demo": "munet.agents",
     "leaderboard_rows": "munet.agents",
@@ -47,6 +49,7 @@ _EXPORTS: dict[str, str] = {
     "load_checkpoint": "munet.models",
     "count_flops": "munet.models",
     "count_params": "munet.models",
+    "load_exported": "munet.models.export",
     # tasks
     "get_task": "munet.tasks",
     "Task": "munet.tasks",

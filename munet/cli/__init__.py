@@ -19,7 +19,7 @@ import warnings
 from munet.cli.errors import report_failure
 
 # Modules of this package that contribute subcommands, in the order `munet --help` lists them.
-COMMAND_MODULES = ("agents", "doctor", "checkpoint", "tasks", "nasbench", "es")
+COMMAND_MODULES = ("agents", "doctor", "export", "predict", "checkpoint", "tasks", "nasbench", "es")
 DEBUG_FLAG = "--debug"
 
 

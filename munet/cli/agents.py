@@ -108,6 +108,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--agent", required=True, help=AGENT_HELP)
     run.add_argument("--task", required=True, help="task name, e.g. digits, synth/shape, cifar10")
     run.add_argument("--cycles", type=int, required=True, help="total cycles to reach")
+    run.add_argument(
+        "--data",
+        default=None,
+        metavar="SOURCE",
+        help=(
+            "the data a new task name reads: folder:ROOT, npz:FILE, hf:DIR or tfds:NAME; "
+            "stored with the state, so later runs need no --data"
+        ),
+    )
     _add_common(run)
     _add_config(run)
     _add_verbosity(run)
@@ -170,12 +179,21 @@ def _root(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from munet.agents.runner import make_agent, resolve_config
-    from munet.system import SystemStore
+    from munet.agents.task_data import bind_task_data
+    from munet.system import SystemStore, format_agent_id
 
     _setup_logging(args)
+    if ":" in args.task:  # a source given as the task: say how to name it
+        return _fail(
+            f"task name {args.task!r} holds ':'; name the task and give its data, e.g. "
+            f"--task mydata --data {args.task}"
+        )
     # Every failure (bad config, locked agent, damaged state, full disk) is one line: main().
     store = SystemStore(args.state_dir)
     config = resolve_config(args.agent, args.overrides, store, args.task)
+    config = bind_task_data(
+        config, args.task, store, args.data, format_agent_id(args.agent, args.task)
+    )
     agent = make_agent(config, args.task, store, progress=args.progress, echo=_quiet_echo(args))
     report = agent.run(args.cycles)
     best = report.best
