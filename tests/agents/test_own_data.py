@@ -95,9 +95,10 @@ def test_folder_task_run_resume_export_predict_test(tmp_path, capsys):
     assert run("run", "--agent", "VitCpu", "--task", "flowers", "--data", f"folder:{data}",
                "--cycles", "1", "-d", str(state), *SETS, "-q") == 0  # fmt: skip
     capsys.readouterr()
-    # Resume without --data: the source comes from the stored config.
+    # Resume without --data: the source comes from the stored config (not -q: the
+    # "continuing" line is part of the per-generation output -q silences).
     assert run("run", "--agent", "VitCpu", "--task", "flowers", "--cycles", "2",
-               "-d", str(state), "-q") == 0  # fmt: skip
+               "-d", str(state)) == 0  # fmt: skip
     out = capsys.readouterr().out
     assert "continuing from state state_1_0" in out and "VitCpu~flowers: 2 cycles" in out
     store = SystemStore(state)

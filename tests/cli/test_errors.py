@@ -27,21 +27,6 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 MUNET = [sys.executable, "-m", "munet"]
 
 
-def munet(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*MUNET, *args], capture_output=True, text=True, cwd=REPO, timeout=timeout
-    )
-
-
-def one_line(proc: subprocess.CompletedProcess) -> str:
-    """The single stderr line of a failed command (no traceback)."""
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert "Traceback" not in proc.stderr
-    assert lines[0].startswith("munet: error: ")
-    return lines[0]
-
-
 def test_exit_codes_are_distinct():
     assert len(set(EXIT_CODES.values())) == len(EXIT_CODES)
     assert 0 not in EXIT_CODES.values()
