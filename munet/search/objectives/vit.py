@@ -237,8 +237,8 @@ class VitObjective(GrowthObjective):
         batches = self._task().train_batches(hparams, seed=seed % (2**62))
         start = time.perf_counter()
         model.train()
-        for images, labels in itertools.islice(batches, steps):
-            loss = torch.nn.functional.cross_entropy(model(images), labels)
+        for batch in itertools.islice(batches, steps):
+            loss = torch.nn.functional.cross_entropy(model(batch.images), batch.labels)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -252,9 +252,9 @@ class VitObjective(GrowthObjective):
         correct = total = 0
         model.eval()
         with torch.no_grad():
-            for images, labels in self._task().validation_batches(hparams):
-                correct += int((model(images).argmax(dim=-1) == labels).sum())
-                total += int(labels.shape[0])
+            for batch in self._task().validation_batches(hparams):
+                correct += int((model(batch.images).argmax(dim=-1) == batch.labels).sum())
+                total += len(batch)
         if total == 0:
             raise ValueError(f"task {self.task!r} has no validation examples")
         return correct / total
