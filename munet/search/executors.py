@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import os
+import sys
 import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -158,6 +159,11 @@ class RayExecutor(Executor):
         max_retries: int = 3,
         local_num_cpus: int | None = None,
     ) -> None:
+        if address is None and "ray" not in sys.modules:
+            # A local instance: Ray resolves "127.0.0.1" to the machine's external address (and
+            # listens there) unless it is told this is a single-machine setup, read at import.
+            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         try:
             import ray
         except ImportError as error:
@@ -171,7 +177,6 @@ class RayExecutor(Executor):
         self._ray = ray
         self._started_here = False
         if not ray.is_initialized():
-            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
             if address is None:
                 ray.init(
                     num_cpus=local_num_cpus,
