@@ -143,7 +143,7 @@ class PetridishLoop:
         self.out_dir = os.path.abspath(out_dir)
         self.settings = settings or PetridishSettings()
         self.progress = progress or (lambda line: None)
-        self._uses_weights = getattr(objective, "kind", "") != "nasbench"
+        self._uses_weights = bool(getattr(objective, "uses_weights", True))
         self.rng = random.Random(self.settings.seed)
         self.pool: list[PoolPoint] = []
         self.in_flight: dict[int, dict[str, Any]] = {}  # job id -> spec, submission order
@@ -242,7 +242,7 @@ class PetridishLoop:
             self.consecutive_failures += 1
             self.finished.append(record)
             self.progress(f"job {job_id} {stage} FAILED: {error}")
-            logger.warning("petridish job %d (%s) failed: %s", job_id, stage, error)
+            logger.info("petridish job %d (%s) failed: %s", job_id, stage, error)
             # Keep the seed's number of jobs in flight: grow another sampled parent.
             if self.pool:
                 self._grow_sampled_parent()

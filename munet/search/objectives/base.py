@@ -36,6 +36,7 @@ class GrowthObjective(ABC):
     """
 
     kind: str = ""
+    uses_weights: bool = True  # False: jobs need no weights files (e.g. a lookup table)
 
     @abstractmethod
     def to_json(self) -> dict[str, Any]:

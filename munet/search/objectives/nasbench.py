@@ -55,6 +55,7 @@ class NASBenchObjective(GrowthObjective):
     """
 
     kind = "nasbench"
+    uses_weights = False
 
     def __init__(
         self, dataset: str, epochs: int = 108, seed_lengths: tuple[int, ...] = (1, 2)
