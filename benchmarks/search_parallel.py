@@ -33,21 +33,33 @@ from munet.search.executors import Executor, InProcessExecutor  # noqa: E402
 from munet.search.jobs import run_objective_job  # noqa: E402
 
 
-def run_jobs(executor: Executor, payloads: list[dict]) -> float:
-    """Runs every payload keeping `executor.num_workers` in flight; returns wall seconds."""
+def timed_job(payload: dict) -> dict:
+    """`run_objective_job` plus the CPU seconds its process spent on it."""
+    start = time.process_time()
+    result = run_objective_job(payload)
+    return {**result, "cpu_seconds": time.process_time() - start}
+
+
+def run_jobs(executor: Executor, payloads: list[dict]) -> tuple[float, float]:
+    """Runs every payload keeping `executor.num_workers` in flight.
+
+    Returns:
+        (wall seconds, CPU seconds the jobs used): their ratio is the cores the run got.
+    """
     start = time.perf_counter()
     pending = list(enumerate(payloads))
-    in_flight = 0
+    in_flight, cpu = 0, 0.0
     while pending or in_flight:
         while pending and in_flight < executor.num_workers:
             job_id, payload = pending.pop(0)
-            executor.submit(job_id, run_objective_job, payload)
+            executor.submit(job_id, timed_job, payload)
             in_flight += 1
         for outcome in executor.wait():
             in_flight -= 1
             if not outcome.ok:
                 raise RuntimeError(f"job {outcome.job_id} failed: {outcome.error}")
-    return time.perf_counter() - start
+            cpu += outcome.result["cpu_seconds"]
+    return time.perf_counter() - start, cpu
 
 
 def vit_speedup(args: argparse.Namespace) -> None:
@@ -73,22 +85,30 @@ def vit_speedup(args: argparse.Namespace) -> None:
         run_jobs(two, payloads[:2])  # start and warm both workers (imports, task data)
         run_jobs(InProcessExecutor(1), payloads[:1])
         times: dict[str, list[float]] = {"in-process W=1": [], "ray W=1": [], "ray W=2": []}
+        cores: dict[str, list[float]] = {name: [] for name in times}
         for _ in range(args.rounds):  # interleaved: the machine's load hits all alike
-            times["in-process W=1"].append(run_jobs(InProcessExecutor(1), payloads))
-            times["ray W=1"].append(run_jobs(one, payloads))
-            times["ray W=2"].append(run_jobs(two, payloads))
+            for name, executor in (
+                ("in-process W=1", InProcessExecutor(1)), ("ray W=1", one), ("ray W=2", two)
+            ):
+                wall, cpu = run_jobs(executor, payloads)
+                times[name].append(wall)
+                cores[name].append(cpu / wall)
     finally:
         ray.shutdown()
     print(f"ViT objective: {args.jobs} jobs of {args.steps} steps ({objective.describe(candidate)},"
-          f" digits, 1 thread each), median of {args.rounds} interleaved rounds")
+          f" digits, 1 thread each), median of {args.rounds} interleaved rounds; "
+          f"load average at the end {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     medians = {name: statistics.median(values) for name, values in times.items()}
     for name, values in times.items():
         rounds = " ".join(f"{v:.2f}" for v in values)
-        print(f"  {name:<15} {medians[name]:7.2f} s   (rounds: {rounds})")
+        used = statistics.median(cores[name])
+        print(f"  {name:<15} {medians[name]:7.2f} s   cores used {used:.2f}   (rounds: {rounds})")
     print(f"ratio: speed-up ray W=2 over ray W=1 = {medians['ray W=1'] / medians['ray W=2']:.2f}"
           " (target >= 1.7)")
     print(f"ratio: ray W=1 over in-process W=1 = "
           f"{medians['ray W=1'] / medians['in-process W=1']:.2f} (Ray's overhead; 1.0 = none)")
+    print("  (cores used = the jobs' CPU seconds / wall seconds: W=2 can only be faster when the"
+          " machine gives it a second core)")
 
 
 def nasbench_comparison(args: argparse.Namespace) -> None:
