@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # bind Ray to 127.0.0.1
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 from munet.search.executors import Executor, InProcessExecutor  # noqa: E402
@@ -65,7 +64,7 @@ def run_jobs(executor: Executor, payloads: list[dict]) -> tuple[float, float]:
 def vit_speedup(args: argparse.Namespace) -> None:
     import ray
 
-    from munet.search.executors import RayExecutor
+    from munet.search.executors import RayExecutor, bind_local_ray_to_loopback
     from munet.search.objectives.vit import VitObjective
 
     objective = VitObjective(
@@ -78,6 +77,7 @@ def vit_speedup(args: argparse.Namespace) -> None:
          "init_weights": None, "out_weights": None, "seed": seed}
         for seed in range(args.jobs)
     ]
+    bind_local_ray_to_loopback()
     ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
              log_to_driver=False)
     try:

@@ -159,15 +159,13 @@ class RayExecutor(Executor):
         max_retries: int = 3,
         local_num_cpus: int | None = None,
     ) -> None:
-        if address is None and "ray" not in sys.modules:
-            # A local instance: Ray resolves "127.0.0.1" to the machine's external address (and
-            # listens there) unless it is told this is a single-machine setup, read at import.
-            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         try:
             import ray
         except ImportError as error:
             raise ImportError(RAY_EXTRA_HINT) from error
+        if address is None and not ray.is_initialized():
+            bind_local_ray_to_loopback()
         if num_cpus < 0 or num_gpus < 0 or (num_cpus == 0 and num_gpus == 0):
             raise ValueError(
                 f"each job needs some resources; got num_cpus={num_cpus!r}, num_gpus={num_gpus!r}"
@@ -247,6 +245,20 @@ class RayExecutor(Executor):
         if self._started_here:
             self._ray.shutdown()
             self._started_here = False
+
+
+def bind_local_ray_to_loopback() -> None:
+    """Make a Ray instance started from this process listen on 127.0.0.1 only.
+
+    On Linux Ray resolves a node address of "127.0.0.1" to the machine's external address and
+    listens there, unless it treats the machine as a single-node setup: the switch for that is
+    the environment variable RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, which Ray reads when it is
+    imported; if ray is already imported, its constant is set as well.
+    """
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    constants = sys.modules.get("ray._private.ray_constants")
+    if constants is not None and hasattr(constants, "ENABLE_RAY_CLUSTER"):
+        constants.ENABLE_RAY_CLUSTER = False
 
 
 def _describe(error: BaseException) -> str:

@@ -15,22 +15,20 @@ import pytest
 
 from munet.search import make_strategy
 from munet.search.driver import SearchRun
+from munet.search.executors import RayExecutor, bind_local_ray_to_loopback
 from munet.search.objectives.nasbench import NASBenchObjective
 from munet.search.objectives.vit import VitObjective
 from munet.search.petridish_loop import PetridishSettings, run_petridish
 
 from .conftest import tiny_vit_settings
 
-# Read when ray is imported: bind the local instance to 127.0.0.1 (see RayExecutor).
-os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install munet[ray])")
-
-from munet.search.executors import RayExecutor  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def ray_address():
+    bind_local_ray_to_loopback()
     ray.init(
         num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False
     )
