@@ -99,3 +99,18 @@ def test_weights_round_trip_and_bad_files(objective, tmp_path):
         load_weights(bare)
     with pytest.raises(ValueError, match="needs its parent's trained weights"):
         objective.grow({"num_layers": 1, "width": 8, "image_size": 8}, None, None, 0)
+
+
+def test_ask_tell_strategies_score_vits_trained_from_scratch(objective, tmp_path):
+    from munet.search import make_strategy
+    from munet.search.driver import SearchRun
+    from munet.search.executors import InProcessExecutor
+
+    strategy = make_strategy("random", objective.search_space(), seed=0)
+    report = SearchRun(strategy, objective, InProcessExecutor(2), tmp_path, max_trials=3).run()
+    assert len(report.results) == 3 and report.stop_reason == "3 trials (max_trials 3)"
+    for record in report.results:
+        assert record["failure"] is None
+        assert record["cost"] == objective.cost_of(record["candidate"])
+        assert record["objective"] == pytest.approx(record["metrics"]["validation_accuracy"])
+        assert record["metrics"]["steps"] == objective.seed_steps
