@@ -18,7 +18,6 @@ flight then is cancelled.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,10 +26,8 @@ from typing import Any
 from .base import Strategy
 from .executors import Executor
 from .jobs import run_objective_job
-from .objectives.base import GrowthObjective, atomic_target, derived_seed
-
-STATE_FILE = "state.json"
-STATE_VERSION = 1
+from .objectives.base import GrowthObjective, derived_seed
+from .run_state import load_run_state, refuse_existing_state, save_run_state
 
 
 @dataclass
@@ -90,15 +87,10 @@ class SearchRun:
         self.simulated_seconds = 0.0
         self.stop_reason: str | None = None
         self._in_flight: dict[int, Any] = {}  # trial id -> candidate
-        path = os.path.join(self.out_dir, STATE_FILE)
         if resume:
-            if not os.path.isfile(path):
-                raise ValueError(f"nothing to resume: {path} does not exist")
-            self._load(path)
-        elif os.path.exists(path):
-            raise ValueError(
-                f"{path} exists: resume that run (--resume) or choose another output folder"
-            )
+            self._load()
+        else:
+            refuse_existing_state(self.out_dir)
         os.makedirs(self.out_dir, exist_ok=True)
 
     # ---------------------------------------------------------------------------- the loop
@@ -222,36 +214,19 @@ class SearchRun:
         }
 
     def _checkpoint(self) -> None:
-        state = {
-            "format_version": STATE_VERSION,
-            **self._identity(),
-            "strategy_state": self.strategy.state_dict(),
-            "results": self.results,
-            "simulated_seconds": self.simulated_seconds,
-            "stop_reason": self.stop_reason,
-        }
-        path = os.path.join(self.out_dir, STATE_FILE)
-        temporary = atomic_target(path)
-        with open(temporary, "w") as handle:
-            json.dump(state, handle, allow_nan=False)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
+        save_run_state(
+            self.out_dir,
+            self._identity(),
+            {
+                "strategy_state": self.strategy.state_dict(),
+                "results": self.results,
+                "simulated_seconds": self.simulated_seconds,
+                "stop_reason": self.stop_reason,
+            },
+        )
 
-    def _load(self, path: str) -> None:
-        with open(path) as handle:
-            try:
-                state = json.load(handle)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path} is not valid JSON ({error}); cannot resume") from error
-        if state.get("format_version") != STATE_VERSION:
-            raise ValueError(f"{path} has format_version {state.get('format_version')!r}")
-        saved = {key: state.get(key) for key in self._identity()}
-        if saved != json.loads(json.dumps(self._identity())):
-            raise ValueError(
-                f"{path} was written by another run ({saved!r}); this run is "
-                f"{self._identity()!r}: resume with the same objective, strategy and limits"
-            )
+    def _load(self) -> None:
+        state = load_run_state(self.out_dir, self._identity())
         self.strategy.load_state_dict(state["strategy_state"])
         self.results = list(state["results"])
         self.simulated_seconds = float(state["simulated_seconds"])

@@ -25,7 +25,6 @@ loop that only fails. With the in-process executor jobs run first-in first-out, 
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -39,13 +38,10 @@ from .executors import Executor
 from .frontier import write_outputs
 from .hull import eps_band, hull_sampling_weights
 from .jobs import run_objective_job
-from .objectives.base import GrowthObjective, atomic_target, derived_seed
+from .objectives.base import GrowthObjective, derived_seed
+from .run_state import load_run_state, refuse_existing_state, save_run_state
 
 logger = logging.getLogger(__name__)
-
-STATE_FILE = "state.json"
-STATE_VERSION = 1
-
 
 @dataclass(frozen=True)
 class PetridishSettings:
@@ -153,16 +149,10 @@ class PetridishLoop:
         self.num_failed = 0
         self.consecutive_failures = 0
         self.stop_reason: str | None = None
-        state_path = os.path.join(self.out_dir, STATE_FILE)
         if resume:
-            if not os.path.isfile(state_path):
-                raise ValueError(f"nothing to resume: {state_path} does not exist")
-            self._load(state_path)
-        elif os.path.exists(state_path):
-            raise ValueError(
-                f"{state_path} exists: pass resume=True (--resume) to continue that run, "
-                "or choose another output folder"
-            )
+            self._load()
+        else:
+            refuse_existing_state(self.out_dir)
         self._resumed = resume
 
     # ---------------------------------------------------------------------------- the loop
@@ -352,44 +342,24 @@ class PetridishLoop:
         return {"objective": self.objective.to_json(), "settings": asdict(self.settings)}
 
     def _checkpoint(self) -> None:
-        state = {
-            "format_version": STATE_VERSION,
-            **self._identity(),
-            "rng": rng_state_to_json(self.rng),
-            "next_job_id": self.next_job_id,
-            "pool": [asdict(p) for p in self.pool],
-            "in_flight": list(self.in_flight.values()),
-            "finished": self.finished,
-            "simulated_seconds": self.simulated_seconds,
-            "num_failed": self.num_failed,
-            "consecutive_failures": self.consecutive_failures,
-            "stop_reason": self.stop_reason,
-        }
-        path = os.path.join(self.out_dir, STATE_FILE)
-        temporary = atomic_target(path)
-        with open(temporary, "w") as handle:
-            json.dump(state, handle, allow_nan=False)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
+        save_run_state(
+            self.out_dir,
+            self._identity(),
+            {
+                "rng": rng_state_to_json(self.rng),
+                "next_job_id": self.next_job_id,
+                "pool": [asdict(p) for p in self.pool],
+                "in_flight": list(self.in_flight.values()),
+                "finished": self.finished,
+                "simulated_seconds": self.simulated_seconds,
+                "num_failed": self.num_failed,
+                "consecutive_failures": self.consecutive_failures,
+                "stop_reason": self.stop_reason,
+            },
+        )
 
-    def _load(self, path: str) -> None:
-        with open(path) as handle:
-            try:
-                state = json.load(handle)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path} is not valid JSON ({error}); cannot resume") from error
-        if state.get("format_version") != STATE_VERSION:
-            raise ValueError(
-                f"{path} has format_version {state.get('format_version')!r}; "
-                f"expected {STATE_VERSION}"
-            )
-        saved = {"objective": state.get("objective"), "settings": state.get("settings")}
-        if saved != json.loads(json.dumps(self._identity())):
-            raise ValueError(
-                f"{path} was written by another run: saved {saved!r}, "
-                f"this run {self._identity()!r}; resume with the same objective and settings"
-            )
+    def _load(self) -> None:
+        state = load_run_state(self.out_dir, self._identity())
         self.rng.setstate(rng_state_from_json(state["rng"]))
         self.next_job_id = int(state["next_job_id"])
         self.pool = [PoolPoint(**p) for p in state["pool"]]

@@ -105,7 +105,7 @@ def test_resume_checks_and_refusals(nasbench_table, tmp_path):
     with pytest.raises(ValueError, match="nothing to resume"):
         _run(nasbench_table, tmp_path, settings, resume=True)
     _run(nasbench_table, tmp_path, settings)
-    with pytest.raises(ValueError, match="state.json exists: pass resume=True"):
+    with pytest.raises(ValueError, match="state.json exists: resume that run"):
         _run(nasbench_table, tmp_path, settings)
     with pytest.raises(ValueError, match="written by another run"):
         _run(nasbench_table, tmp_path, PetridishSettings(max_pool_size=9), resume=True)
@@ -139,3 +139,16 @@ def test_bad_settings_are_named():
         PetridishSettings(max_pool_size=0)
     with pytest.raises(ValueError, match="time_budget must be > 0"):
         PetridishSettings(time_budget=0)
+
+
+def test_damaged_state_is_refused_by_name(nasbench_table, tmp_path):
+    settings = PetridishSettings(max_pool_size=8)
+    _run(nasbench_table, tmp_path, settings)
+    state = tmp_path / "state.json"
+    text = state.read_text()
+    state.write_text(text[: len(text) // 2])
+    with pytest.raises(ValueError, match=r"state.json is not valid JSON .*cannot resume"):
+        _run(nasbench_table, tmp_path, settings, resume=True)
+    state.write_text(json.dumps({**json.loads(text), "format_version": 99}))
+    with pytest.raises(ValueError, match="format_version 99; expected 1"):
+        _run(nasbench_table, tmp_path, settings, resume=True)
