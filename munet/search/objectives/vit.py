@@ -198,12 +198,11 @@ class VitObjective(GrowthObjective):
         self, candidate: Candidate, init_weights: str | None, out_weights: str | None, seed: int
     ) -> Result:
         with _threads(self.threads):
-            if init_weights is None:
+            if init_weights is None:  # a seed model
                 model, steps = self.new_model(candidate, seed), self.seed_steps
-            else:
-                model, steps = load_weights(init_weights, expected=self.arch(candidate)), (
-                    self.train_steps
-                )
+            else:  # a grown model's train job: fine-tune everything
+                model = load_weights(init_weights, expected=self.arch(candidate))
+                steps = self.train_steps
             seconds = self._fit(model, candidate, model.parameters(), steps, seed)
             accuracy = self.validation_accuracy(model, candidate)
         if out_weights is not None:
