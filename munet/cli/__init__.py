@@ -19,7 +19,17 @@ import warnings
 from munet.cli.errors import report_failure
 
 # Modules of this package that contribute subcommands, in the order `munet --help` lists them.
-COMMAND_MODULES = ("agents", "doctor", "export", "predict", "checkpoint", "tasks", "nasbench", "es")
+COMMAND_MODULES = (
+    "agents",
+    "doctor",
+    "export",
+    "predict",
+    "checkpoint",
+    "tasks",
+    "nasbench",
+    "es",
+    "search",
+)
 DEBUG_FLAG = "--debug"
 
 
