@@ -199,8 +199,9 @@ def test_doctor_keeps_a_damaged_state_whose_shards_a_whole_state_uses(tmp_path, 
     assert f"kept {A}/state_2_0: {B}/state_1_0 uses its shards" in out
     assert (root / A / "state_2_0").is_dir()
     assert not (root / ".quarantine").exists()
-    # B still loads whole.
-    assert SystemStore(root).load(B).state.name == "state_1_0"
+    # B still loads whole (A's damaged state skipped, with its warning).
+    with pytest.warns(UserWarning, match=f"skipping damaged state {A}/state_2_0"):
+        assert SystemStore(root).load(B).state.name == "state_1_0"
 
 
 def test_a_whole_state_dir_is_reported_whole(tmp_path, workers, capsys):
