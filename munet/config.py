@@ -21,6 +21,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+# Numeric precisions of training and evaluation (munet.training.precision.PRECISIONS; repeated
+# here so this module stays free of torch).
+PRECISIONS = ("fp32", "bf16", "auto")
+
 # Hyperparameters whose name starts with this prefix shape the data pipeline; they are shared
 # by all paths trained side by side in one generation (they read the same batches).
 DATASET_HPARAMS_PREFIX = "ds_"
@@ -78,8 +82,12 @@ class AgentConfig:
         eval_batch_size: batch size of validation and test passes (0: ``batch_size``); the
             accuracy does not depend on it, only the speed and memory of evaluation do.
         num_threads: CPU threads of the process's PyTorch ops, set when the agent runs (0:
-            PyTorch's default). Tiny models run best on one thread: splitting their small
-            matrix products costs more than it saves, and far more on a busy machine.
+            the cores this process may use, its CPU affinity capped by a cgroup quota; see
+            munet.training.threads, which also sets the OpenMP wait policy).
+        precision: numeric precision of training and evaluation: ``fp32``, ``bf16``
+            (autocast; float32 master weights, gradients, loss and optimizer) or ``auto``
+            (``bf16`` where the device computes it natively, else ``fp32``); see
+            munet.training.precision.
     """
 
     name: str
@@ -103,6 +111,7 @@ class AgentConfig:
     max_devices: int = 0
     eval_batch_size: int = 0
     num_threads: int = 0
+    precision: str = "fp32"
 
     def validate(self) -> AgentConfig:
         """Checks the config is consistent (the seed's ``config_validate`` and more).
@@ -144,6 +153,14 @@ class AgentConfig:
         if not 0.0 < self.scorer.scale_factor <= 1.0:
             raise ConfigError(
                 f"scorer.scale_factor must be in (0, 1], got {self.scorer.scale_factor}"
+            )
+        if self.num_threads < 0:
+            raise ConfigError(
+                f"num_threads must be >= 0 (0: the usable cores), got {self.num_threads}"
+            )
+        if self.precision not in PRECISIONS:
+            raise ConfigError(
+                f"unknown precision {self.precision!r}; known: {', '.join(PRECISIONS)}"
             )
         for name in self.force_mutations:
             if not (name.startswith("hp:") or name.startswith("clone:")):

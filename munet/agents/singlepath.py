@@ -70,6 +70,7 @@ from munet.training.loop import (
     train_candidates,
 )
 from munet.training.optim import make_optimizer
+from munet.training.threads import apply_thread_policy
 
 log = logging.getLogger("munet.agents")
 
@@ -263,8 +264,7 @@ class SinglepathAgent:
         reports: list[GenerationReport] = []
         best: Path | None = None
         cycle = 0
-        if self.config.num_threads > 0:
-            torch.set_num_threads(self.config.num_threads)
+        apply_thread_policy(self.config.num_threads)
         with self.store.lock(self.agent_id):
             first_load = True
             while True:
@@ -541,6 +541,7 @@ class SinglepathAgent:
                     score_of_quality=score_of_quality,
                     threshold=threshold,
                     device=device,
+                    precision=self.config.precision,
                 )
             )
             trainable_tensors.append(trainable)
@@ -606,7 +607,10 @@ class SinglepathAgent:
             model_arch(self.config, path.hparams), int(path.hparams["ds_image_size"]), mapping
         )
         quality = evaluate_accuracy(
-            model, self._eval_batches(self.task.test_batches(path.hparams)), device
+            model,
+            self._eval_batches(self.task.test_batches(path.hparams)),
+            device,
+            self.config.precision,
         )
         if has_known:
             delta = quality - float(known)

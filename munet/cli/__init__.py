@@ -11,6 +11,12 @@ import argparse
 import importlib
 import sys
 
+from munet.training.threads import prepare_openmp_env
+
+# First, before any command imports torch: the OpenMP runtime reads its wait policy once, when
+# torch loads it (see munet.training.threads).
+prepare_openmp_env()
+
 # Modules of this package that contribute subcommands, in the order `munet --help` lists them.
 COMMAND_MODULES = ("agents", "checkpoint", "tasks", "nasbench", "es")
 
