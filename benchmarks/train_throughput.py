@@ -56,7 +56,9 @@ from munet.training import (  # noqa: E402
 from munet.training.threads import resolve_num_threads  # noqa: E402
 
 # The competing process: spins until killed or until its own deadline.
-_BUSY_CODE = "import sys, time\nend = time.time() + float(sys.argv[1])\nwhile time.time() < end: pass\n"
+_BUSY_CODE = (
+    "import sys, time\nend = time.time() + float(sys.argv[1])\nwhile time.time() < end: pass\n"
+)
 
 
 @dataclass
@@ -225,8 +227,7 @@ def busy_processes(count: int, max_seconds: float) -> Iterator[None]:
     """``count`` processes spinning on the CPU for the enclosed block (each also stops by
     itself after ``max_seconds``)."""
     procs = [
-        subprocess.Popen([sys.executable, "-c", _BUSY_CODE, str(max_seconds)])
-        for _ in range(count)
+        subprocess.Popen([sys.executable, "-c", _BUSY_CODE, str(max_seconds)]) for _ in range(count)
     ]
     try:
         time.sleep(0.5)  # let them reach the CPU
@@ -340,7 +341,9 @@ def main(argv: list[str] | None = None) -> None:
             for precision in precisions:
                 for setting in thread_settings:
                     key = f"{precision}/{setting}"
-                    ratio = median_ratio(seconds[f"{kind} plain {key}"], seconds[f"{kind} munet {key}"])
+                    ratio = median_ratio(
+                        seconds[f"{kind} plain {key}"], seconds[f"{kind} munet {key}"]
+                    )
                     print(f"ratio: {ratio:.3f}  {kind} munet/plain {key} [{load}]")
             if "fp32" in precisions and "bf16" in precisions:
                 ratio = median_ratio(
@@ -353,9 +356,7 @@ def main(argv: list[str] | None = None) -> None:
                         seconds[f"{kind} munet {precision}/1thread"],
                         seconds[f"{kind} munet {precision}/policy"],
                     )
-                    print(
-                        f"ratio: {ratio:.3f}  {kind} munet policy/1thread {precision} [{load}]"
-                    )
+                    print(f"ratio: {ratio:.3f}  {kind} munet policy/1thread {precision} [{load}]")
 
 
 if __name__ == "__main__":
