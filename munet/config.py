@@ -300,6 +300,7 @@ def vit_large() -> AgentConfig:
         model="L/16",
         augreg_checkpoint="L_16-i21k-300ep-lr_0.001-aug_medium2-wd_0.03-do_0.1-sd_0.1",
         batch_size=16,
+        precision="auto",
         # 24 layers in L/16; the range allows exceeding the root model's layers by 1.
         extra_defaults={"num_layers": 24, "ds_image_size": 384},
         extra_ranges={"num_layers": list(range(24 + 2)), "ds_image_size": [224, 384]},
@@ -321,6 +322,7 @@ def vit_base() -> AgentConfig:
         model="B/16",
         augreg_checkpoint="B_16-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.0-sd_0.0",
         batch_size=256,
+        precision="auto",
         extra_defaults={"num_layers": 12, "ds_image_size": 80},
         extra_ranges={"num_layers": list(range(12 + 1)), "ds_image_size": _small_image_sizes()},
     )
@@ -342,6 +344,7 @@ def vit_ti3() -> AgentConfig:
         model="Ti/16",
         augreg_checkpoint="Ti_16-i21k-300ep-lr_0.001-aug_light1-wd_0.1-do_0.0-sd_0.0",
         batch_size=512,
+        precision="auto",
         extra_defaults={"num_layers": 3, "ds_image_size": 32},
         extra_ranges={"num_layers": list(range(3 + 1)), "ds_image_size": _small_image_sizes()},
     )
@@ -376,6 +379,7 @@ def vit_cpu() -> AgentConfig:
         max_task_population_size=3,
         eval_batch_size=512,
         num_threads=1,
+        precision="fp32",
         # Bases scaled to the tiny model: the paper's system held ~2.2B params and paths of
         # ~3.8 TFLOPs; the same 1% discount per base unit applies here at the tiny scale.
         scorer=ScorerConfig(scale_factor=0.99, base_accounted_params=2_000_000, base_flops=1e9),
