@@ -24,9 +24,15 @@ import statistics
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-# train_throughput sets the OpenMP wait policy before it imports torch.
+# Before torch loads: the preset thread policy includes the OpenMP wait policy.
+from munet.training.threads import prepare_openmp_env  # noqa: E402
+
+prepare_openmp_env()
+
+import torch  # noqa: E402
 from train_throughput import (  # noqa: E402
     add_workload_args,
     busy_processes,
@@ -37,8 +43,6 @@ from train_throughput import (  # noqa: E402
     run_rounds,
     workload_from_args,
 )
-
-import torch  # noqa: E402
 
 from munet.training import resolve_precision  # noqa: E402
 from munet.training.threads import resolve_num_threads  # noqa: E402
