@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -34,9 +34,6 @@ import torch.nn.functional as F
 
 from munet.training.optim import PathOptimizer
 from munet.training.precision import autocast, check_precision
-
-# A batch's images: one tensor, or one per image size for models that read several sizes.
-Images = torch.Tensor | dict[int, torch.Tensor]
 
 log = logging.getLogger(__name__)
 
@@ -108,11 +105,15 @@ class TrainStats:
     steps: int = 0
 
 
+Images = torch.Tensor | Mapping[int, torch.Tensor]
+
+
 def to_device(images: Images, device: torch.device) -> Images:
-    """Moves a batch's images (a tensor, or a dict of tensors by image size) to ``device``."""
-    if isinstance(images, dict):
-        return {size: tensor.to(device, non_blocking=True) for size, tensor in images.items()}
-    return images.to(device, non_blocking=True)
+    """Moves a batch's images to ``device``: one tensor, or {image size: tensor} for models
+    that read several sizes at once (multipath)."""
+    if isinstance(images, torch.Tensor):
+        return images.to(device, non_blocking=True)
+    return {size: tensor.to(device, non_blocking=True) for size, tensor in images.items()}
 
 
 def _train_step(candidate: TrainCandidate, images: Images, labels: torch.Tensor) -> None:
@@ -166,19 +167,19 @@ def evaluate_accuracy(
 
 
 def rebatch(
-    batches: Iterable[tuple[torch.Tensor, torch.Tensor]], size: int
-) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    batches: Iterable[tuple[Images, torch.Tensor]], size: int
+) -> list[tuple[Images, torch.Tensor]]:
     """Concatenates consecutive (images, labels) batches into batches of ``size`` examples (the
     last may be smaller); evaluation is exact whatever the batching, and faster in big ones."""
-    out: list[tuple[torch.Tensor, torch.Tensor]] = []
-    images: list[torch.Tensor] = []
+    out: list[tuple[Images, torch.Tensor]] = []
+    images: list[Images] = []
     labels: list[torch.Tensor] = []
     count = 0
 
     def flush() -> None:
         nonlocal count
         if images:
-            out.append((torch.cat(images), torch.cat(labels)))
+            out.append((_cat_images(images), torch.cat(labels)))
             images.clear()
             labels.clear()
             count = 0
@@ -187,7 +188,7 @@ def rebatch(
         start = 0
         while start < len(batch_labels):
             take = min(size - count, len(batch_labels) - start)
-            images.append(batch_images[start : start + take])
+            images.append(_slice_images(batch_images, start, start + take))
             labels.append(batch_labels[start : start + take])
             count += take
             start += take
@@ -195,6 +196,18 @@ def rebatch(
                 flush()
     flush()
     return out
+
+
+def _slice_images(images: Images, start: int, stop: int) -> Images:
+    if isinstance(images, torch.Tensor):
+        return images[start:stop]
+    return {size: tensor[start:stop] for size, tensor in images.items()}
+
+
+def _cat_images(parts: Sequence[Images]) -> Images:
+    if isinstance(parts[0], torch.Tensor):
+        return torch.cat(parts)  # type: ignore[arg-type]
+    return {size: torch.cat([part[size] for part in parts]) for size in parts[0]}
 
 
 def _validate(
