@@ -275,22 +275,28 @@ def run_workload(workload: Workload, args: argparse.Namespace, device: torch.dev
     return rates["agents"]
 
 
-def time_decoding(folder: str, train_rate: float | None, batch: int) -> None:
+def time_decoding(folder: str, train_rate: float | None, batch: int, rounds: int) -> None:
     """Images/s of the folder's decoding, serial and parallel, against the training rate."""
-    from munet.tasks import get_task
+    from munet.tasks.sources.imagefolder import load_image_folder
 
-    rates = {}
-    for label, workers in (("1 thread", 1), ("parallel", 0)):
-        # A fresh task per setting: decoded images are cached, and this times decoding.
-        task = get_task(f"folder:{folder}", batch_size=batch, cache=False)
-        task.source._decode_workers = workers
-        count = min(task.source.num_examples("train"), 4 * batch)
-        start = time.perf_counter()
-        for first in range(0, count, batch):
-            task.source.images("train", torch.arange(first, min(first + batch, count)))
-        rates[label] = count / (time.perf_counter() - start)
-        print(f"[decode] {label:8} {rates[label]:10.1f} img/s  ({count} images of {folder})")
-    print(f"ratio: {rates['parallel'] / rates['1 thread']:.3f}  [decode] parallel/1 thread")
+    seconds: dict[str, list[float]] = {"1 thread": [], "parallel": []}
+    count = 0
+    for round_index in range(rounds):
+        order = list(seconds) if round_index % 2 == 0 else list(reversed(seconds))
+        for label in order:
+            # A fresh source each time: decoded images are cached, and this times decoding.
+            source = load_image_folder(folder, decode_workers=1 if label == "1 thread" else 0)
+            count = min(source.num_examples("train"), 4 * batch)
+            source.storage_size()  # the first image sets the storage size; not timed
+            start = time.perf_counter()
+            for first in range(0, count, batch):
+                source.images("train", torch.arange(first, min(first + batch, count)))
+            seconds[label].append((time.perf_counter() - start) / count)
+    rates = {label: 1.0 / statistics.median(values) for label, values in seconds.items()}
+    for label, value in rates.items():
+        print(f"[decode] {label:8} {value:10.1f} img/s  ({count} images of {folder})")
+    ratios = [s / p for s, p in zip(seconds["1 thread"], seconds["parallel"], strict=True)]
+    print(f"ratio: {statistics.median(ratios):.3f}  [decode] parallel/1 thread")
     if train_rate:
         verdict = "keeps up" if rates["parallel"] >= train_rate else "does not keep up"
         print(
@@ -332,7 +338,7 @@ def main(argv: list[str] | None = None) -> None:
         rate = run_workload(workload, args, device)
         train_rate = rate if train_rate is None else train_rate
     if args.jpeg_folder:
-        time_decoding(args.jpeg_folder, train_rate, 256)
+        time_decoding(args.jpeg_folder, train_rate, 256, args.rounds)
 
 
 if __name__ == "__main__":
