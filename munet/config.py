@@ -367,6 +367,14 @@ def vit_ti3() -> AgentConfig:
 
     The cheapest of the paper's presets; still sized for a GPU (batch 512, 300k examples
     between validations).
+
+    Speed settings (docs/speed.md): ``precision="auto"``, bf16 autocast where the device has
+    native bf16 (GPUs, TPUs, CPUs with AVX512-BF16/AMX; issue 19 measured 2.3x faster training
+    at this size on such a CPU), fp32 elsewhere (emulated bf16 ran at {T3_BF16_TRAIN}x fp32 training
+    and {T3_BF16_EVAL}x evaluation on an AVX2-only CPU). ``num_threads=0``: the usable cores,
+    with passive OpenMP waiting; on a shared 2-core machine (load average 15-24) two threads
+    trained 1.56x and evaluated 1.16x faster than one with two competing busy processes, and
+    1.34x / 0.99x without them (``benchmarks/train_throughput.py``, 2026-11-23).
     """
     return _common_vit_config(
         name="VitT3",
@@ -395,6 +403,13 @@ def vit_cpu() -> AgentConfig:
     thread) and a test accuracy of 0.956 on ``digits`` after two cycles from a random-init
     root (seed 0; seeds 1 and 2 give 0.969 and 0.972). ``munet demo`` runs this preset on
     four tasks in about 4 minutes on 2 cores (measured: 234 s on a shared 2-core machine).
+
+    Speed settings (docs/speed.md): ``precision="fp32"``: at this size bf16 trained at 0.55x
+    fp32 even on a CPU with native bf16 (issue 19), and at 0.18x (evaluation
+    0.18x) where it is emulated (AVX2-only CPU). ``num_threads=1``: never slower than one
+    thread by construction; two threads with passive OpenMP waiting trained 4.3x faster under
+    heavy load (load average 24, two busy processes) but 0.81x in a short run without the
+    busy processes, so one thread stays the default (``--set num_threads=0`` for all cores).
     """
     config = _common_vit_config(
         name="VitCpu",
