@@ -369,9 +369,10 @@ def vit_ti3() -> AgentConfig:
     between validations).
 
     Speed settings (docs/speed.md): ``precision="auto"``, bf16 autocast where the device has
-    native bf16 (GPUs, TPUs, CPUs with AVX512-BF16/AMX; issue 19 measured 2.3x faster training
-    at this size on such a CPU), fp32 elsewhere (emulated bf16 ran at 0.14x fp32 training
-    and 0.45x evaluation on an AVX2-only CPU). ``num_threads=0``: the usable cores,
+    native bf16 (CUDA GPUs of compute capability 8+, CPUs with AVX512-BF16/AMX; issue 19
+    measured 2.3x faster training at this size on such a CPU), fp32 elsewhere (emulated bf16
+    ran at 0.14x fp32 training and 0.45x evaluation on an AVX2-only CPU). ``num_threads=0``:
+    the usable cores,
     with passive OpenMP waiting; on a shared 2-core machine (load average 15-24) two threads
     trained 1.56x and evaluated 1.16x faster than one with two competing busy processes, and
     1.34x / 0.99x without them (``benchmarks/train_throughput.py``, 2026-11-23).
