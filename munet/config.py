@@ -88,6 +88,11 @@ class AgentConfig:
             (autocast; float32 master weights, gradients, loss and optimizer) or ``auto``
             (``bf16`` where the device computes it natively, else ``fp32``); see
             munet.training.precision.
+        data: the source a named task reads (``munet run --task flowers --data
+            folder:/data/flowers``), stored with every state so a rerun, a resume or another
+            reader of the state dir needs no ``--data``; empty for munet's own task names.
+        data_split: the split rule of ``data`` (``"default"``: the seed's 5% slices of train
+            for the splits the data lacks; see ``munet.tasks.SPLIT_RULES``).
         singlepath_agent: empty for a singlepath agent; for a multipath agent, the singlepath
             agent class whose paths it combines (``VitT3`` for ``MultiVitT3``).
         path_output_cache_mb: multipath agents on CPU: memory (MB) for reusing the frozen
@@ -117,6 +122,8 @@ class AgentConfig:
     eval_batch_size: int = 0
     num_threads: int = 0
     precision: str = "fp32"
+    data: str = ""
+    data_split: str = ""
     singlepath_agent: str = ""
     path_output_cache_mb: int = 512
 

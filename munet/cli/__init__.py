@@ -18,7 +18,7 @@ from munet.training.threads import prepare_openmp_env
 prepare_openmp_env()
 
 # Modules of this package that contribute subcommands, in the order `munet --help` lists them.
-COMMAND_MODULES = ("agents", "checkpoint", "tasks", "nasbench", "es")
+COMMAND_MODULES = ("agents", "export", "predict", "checkpoint", "tasks", "nasbench", "es", "search")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -103,7 +103,7 @@ def load_image_folder(
     def decoder(split: str):
         return lambda i: _open(files[split][i])
 
-    return DecodedImageSource(
+    source = DecodedImageSource(
         name,
         labels={s: torch.tensor(np.asarray(v, dtype=np.int64)) for s, v in labels.items()},
         decoders={s: decoder(s) for s in files},
@@ -114,6 +114,8 @@ def load_image_folder(
         cache_bytes=cache_bytes,
         decode_workers=decode_workers,
     )
+    source.carved_splits = tuple(s for s in ("test", "validation") if s in carved)
+    return source
 
 
 def _open(path: Path):
