@@ -133,7 +133,7 @@ def _train_step(candidate: TrainCandidate, images: Images, labels: torch.Tensor)
     candidate._bad = bad if candidate._bad is None else candidate._bad | bad
 
 
-@torch.inference_mode()
+@torch.no_grad()
 def evaluate_accuracy(
     model: Callable[[Images], torch.Tensor],
     batches: Iterable[tuple[Images, torch.Tensor]],
