@@ -1,8 +1,8 @@
 """`munet report`: the system at a glance, as one self-contained HTML file.
 
-    munet report -d state                       # writes report.html
-    munet report -d state --out r.html --png    # plus r-history.png, r-system.png, ...
-    munet report -d state --watch 30            # rewrite on every commit; the page reloads
+munet report -d state                       # writes report.html
+munet report -d state --out r.html --png    # plus r-history.png, r-system.png, ...
+munet report -d state --watch 30            # rewrite on every commit; the page reloads
 """
 
 from __future__ import annotations

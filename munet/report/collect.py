@@ -309,7 +309,9 @@ def _agent_view(
             for fid in manifest.get("published", [])
             if manifest["paths"][fid]["agent_id"] == agent_id
         ]
-        best = max(own, key=lambda r: as_float(r["metrics"].get("score")) or -math.inf, default=None)
+        best = max(
+            own, key=lambda r: as_float(r["metrics"].get("score")) or -math.inf, default=None
+        )
         if best is not None and state.cycle > 0:
             m = best.get("metrics") or {}
             cycles.append(

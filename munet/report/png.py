@@ -50,7 +50,9 @@ def _history_figure(view: SystemView, labels: dict[str, str]):
             ax = axes[row][col]
             for admitted in (False, True):
                 chosen = [
-                    c for c in agent.history if c.admitted == admitted and getattr(c, metric) is not None
+                    c
+                    for c in agent.history
+                    if c.admitted == admitted and getattr(c, metric) is not None
                 ]
                 ax.scatter(
                     [x_of(c) for c in chosen],
@@ -71,7 +73,10 @@ def _history_figure(view: SystemView, labels: dict[str, str]):
                     linewidth=1,
                     label="test (best path)",
                 )
-            ax.set_title(f"{labels[agent.agent_id]}: {'validation quality' if col == 0 else 'score'}", fontsize=9)
+            ax.set_title(
+                f"{labels[agent.agent_id]}: {'validation quality' if col == 0 else 'score'}",
+                fontsize=9,
+            )
             ax.set_xlabel("cycle", fontsize=8)
             ax.tick_params(labelsize=7)
             ax.grid(alpha=0.3)
@@ -86,7 +91,9 @@ def _system_figure(view: SystemView, labels: dict[str, str]):
 
     tasks = [a for a in view.tasks if a.best is not None]
     slots = max([len(a.best.components) + len(a.best.subpaths) for a in tasks] + [1])
-    fig = Figure(figsize=(max(6, 0.62 * slots + 2.5), 0.38 * max(len(tasks), 1) + 1.0), layout="constrained")
+    fig = Figure(
+        figsize=(max(6, 0.62 * slots + 2.5), 0.38 * max(len(tasks), 1) + 1.0), layout="constrained"
+    )
     ax = fig.subplots()
     for row, agent in enumerate(tasks):
         y = len(tasks) - 1 - row
@@ -95,7 +102,15 @@ def _system_figure(view: SystemView, labels: dict[str, str]):
         ]
         for col, (slot, status) in enumerate(boxes):
             ax.add_patch(Rectangle((col, y + 0.1), 0.92, 0.8, color=COLOURS[status]))
-            ax.text(col + 0.46, y + 0.5, _slot_label(slot), ha="center", va="center", color="white", fontsize=7)
+            ax.text(
+                col + 0.46,
+                y + 0.5,
+                _slot_label(slot),
+                ha="center",
+                va="center",
+                color="white",
+                fontsize=7,
+            )
     ax.set_xlim(0, slots)
     ax.set_ylim(0, max(len(tasks), 1))
     ax.set_yticks([len(tasks) - 1 - i + 0.5 for i in range(len(tasks))])
@@ -105,7 +120,9 @@ def _system_figure(view: SystemView, labels: dict[str, str]):
         ax.spines[side].set_visible(False)
     ax.set_title("Components of each task's best path", fontsize=10)
     ax.legend(
-        handles=[Patch(color=COLOURS[s], label=s) for s in ("owned", "cloned", "shared", "subpath")],
+        handles=[
+            Patch(color=COLOURS[s], label=s) for s in ("owned", "cloned", "shared", "subpath")
+        ],
         fontsize=7,
         loc="upper center",
         bbox_to_anchor=(0.5, 0.0),
@@ -115,7 +132,9 @@ def _system_figure(view: SystemView, labels: dict[str, str]):
     return fig
 
 
-def _bars_figure(title: str, labels: list[str], stacks: list[tuple[str, list[float], str]], xlabel: str):
+def _bars_figure(
+    title: str, labels: list[str], stacks: list[tuple[str, list[float], str]], xlabel: str
+):
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(7, 0.3 * max(len(labels), 1) + 1.2), layout="constrained")

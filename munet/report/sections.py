@@ -79,7 +79,7 @@ def leaderboard(view: SystemView, labels: dict[str, str]) -> str:
     headers = [
         ("agent", "text"), ("task", "text"), ("test quality", "num"), ("score", "num"),
         ("quality", "num"), ("accounted params", "num"), ("params", "num"), ("flops", "num"),
-        ("cycles", "num"), ("path", "text"), ("parent", "text"),
+        ("cycles", "num"), ("path", "num"), ("parent", "text"),
     ]  # fmt: skip
     head = "".join(
         f'<th data-kind="{kind}" tabindex="0">{escape(name)}</th>' for name, kind in headers
@@ -92,14 +92,16 @@ def leaderboard(view: SystemView, labels: dict[str, str]) -> str:
         for path in ordered:
             m = path.metrics
             cls = ' class="best"' if path is best and not agent.is_root else ""
-            anchor = f'<a href="#task-{_slug(agent.agent_id)}">{escape(labels[agent.agent_id])}</a>'
+            anchor = escape(labels[agent.agent_id])
+            if not agent.is_root:  # Root models have no history card to link to.
+                anchor = f'<a href="#task-{_slug(agent.agent_id)}">{anchor}</a>'
             rows.append(
                 f"<tr{cls}>{_cell(agent.agent_id, 'text')}"
                 f'<td data-v="{escape(agent.task_name)}">{anchor}</td>'
                 f"{_cell(m.get('test_quality'), 'q')}{_cell(m.get('score'), 'q')}"
                 f"{_cell(m.get('quality'), 'q')}{_cell(m.get('accounted_params'))}"
                 f"{_cell(m.get('num_params'))}{_cell(m.get('flops'))}"
-                f"{_cell(m.get('num_cycles'))}{_cell(path.full_id.rpartition(':')[2], 'text')}"
+                f"{_cell(m.get('num_cycles'))}{_cell(path.full_id.rpartition(':')[2])}"
                 f"{_cell(path.parent, 'text')}</tr>"
             )
     if not rows:
@@ -139,7 +141,9 @@ def _history_plots(agent: AgentView) -> str:
         y_high = max([1.0, *known]) if known and max(known) > 1 else 1.0
         plot = Plot((0, last_cycle), (y_low, y_high), title=title, x_label="cycle")
         for admitted, css in ((False, "rejected"), (True, "admitted")):
-            chosen = [c for c in history if c.admitted == admitted and getattr(c, metric) is not None]
+            chosen = [
+                c for c in history if c.admitted == admitted and getattr(c, metric) is not None
+            ]
             plot.points(
                 [x_of(c) for c in chosen],
                 [getattr(c, metric) for c in chosen],
@@ -275,7 +279,9 @@ def system_graph(view: SystemView, labels: dict[str, str]) -> str:
             origin = sub_id.rpartition(":")[0]
             cells.setdefault((agent.agent_id, origin), Counter())[SUBPATH] += 1
             sub = view.paths.get(sub_id)
-            params[(agent.agent_id, origin)] += sum(u.num_params for u in sub.components) if sub else 0
+            params[(agent.agent_id, origin)] += (
+                sum(u.num_params for u in sub.components) if sub else 0
+            )
     owners = sorted({o for _, o in cells}, key=lambda o: (not o.count("~root_model~"), o))
     head = "".join(
         f'<th class="rot" title="{escape(o)}"><div>{escape(labels.get(o, o))}</div></th>'

@@ -36,9 +36,10 @@ def grow_agent(store: SystemStore, agent: str, cycles: int, quality0: float) -> 
     rejected child. The first parent is another agent's best path when there is one (else the
     root): its frozen `encoderblock_0` is shared, its head replaced, the rest cloned."""
     quality = quality0
-    for cycle in range(cycles):
+    for _ in range(cycles):
         with store.lock(agent):
-            pop = store.load(agent).population
+            loaded = store.load(agent)
+            pop, cycle = loaded.population, loaded.cycle
             pop.start_cycle()
             for generation in range(2):
                 others = [p for a, ps in sorted(pop.paths.items()) if a not in (agent, ROOT)

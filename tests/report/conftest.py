@@ -1,0 +1,30 @@
+import pytest
+
+from munet.agents.root import create_root_model
+from munet.agents.singlepath import SinglepathAgent
+from munet.config import apply_overrides, get_preset
+from munet.system import SystemStore
+from tests.agents.conftest import TINY_OVERRIDES
+from tests.report.systems import build_system
+
+
+@pytest.fixture(scope="session")
+def synthetic_state(tmp_path_factory):
+    """Root, two singlepath-like agents and a multipath agent, written with the store API.
+    Read only: tests that change it copy it first."""
+    root = tmp_path_factory.mktemp("report") / "state"
+    build_system(root)
+    return root
+
+
+@pytest.fixture(scope="session")
+def grown_state(tmp_path_factory):
+    """A tiny system grown by the real singlepath agent: digits 2 cycles, synth/shape 1."""
+    root = tmp_path_factory.mktemp("grown") / "state"
+    config = apply_overrides(get_preset("VitCpu"), TINY_OVERRIDES)
+    create_root_model(config, root)
+    store = SystemStore(str(root))
+    for cycle, tasks in ((1, ("digits", "synth/shape")), (2, ("digits",))):
+        for task in tasks:
+            SinglepathAgent(config, task, store, progress=False, echo=lambda _: None).run(cycle)
+    return root
