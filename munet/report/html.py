@@ -7,6 +7,8 @@
 Nothing in the page refers to anything outside it (no scripts, fonts, images or styles from
 elsewhere), so it opens offline and can be mailed around. With ``refresh_seconds`` the page
 reloads itself (keeping its scroll position), for a browser tab left open during a long run.
+Sections off screen are not laid out until scrolled to (``content-visibility``), so a system
+of many agents opens quickly.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ nav{position:sticky;top:0;z-index:2;background:#fff;border-bottom:1px solid var(
 padding:7px 24px;display:flex;flex-wrap:wrap;gap:4px 18px;font-size:13px}
 nav a{color:var(--fg);text-decoration:none}nav a:hover{color:var(--owned)}
 main{padding:4px 24px 30px;max-width:1500px}
-section{background:var(--card);border:1px solid var(--line);border-radius:8px;margin:16px 0;
+section{content-visibility:auto;contain-intrinsic-size:auto 900px;
+background:var(--card);border:1px solid var(--line);border-radius:8px;margin:16px 0;
 padding:10px 18px 16px}
 h2{font-size:17px;margin:6px 0 6px}h3{font-size:14px;margin:10px 0 4px}
 .note,.facts,.empty{color:var(--muted);font-size:12.5px;margin:2px 0 8px}
@@ -53,7 +56,8 @@ table.sortable th.desc::after{content:" \\25BC";font-size:9px}
 tr.best td{font-weight:600}
 a{color:var(--owned)}
 .cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(620px,1fr));gap:10px}
-.card{border:1px solid #e6e9ed;border-radius:6px;padding:4px 10px 4px}
+.card{content-visibility:auto;contain-intrinsic-size:auto 230px;
+border:1px solid #e6e9ed;border-radius:6px;padding:4px 10px 4px}
 .card h3{margin:4px 0 0}.plots{display:flex;flex-wrap:wrap;gap:4px}
 svg text{font-family:inherit}
 .plot-title{font-size:12px;font-weight:600;fill:var(--fg)}
@@ -205,6 +209,9 @@ def _write_atomic(path: str, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a report is for reading.
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

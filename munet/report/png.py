@@ -34,11 +34,20 @@ def _labels(view: SystemView) -> dict[str, str]:
 def _history_figure(view: SystemView, labels: dict[str, str]):
     from matplotlib.figure import Figure
 
-    tasks = view.tasks or []
-    rows = max(len(tasks), 1)
-    fig = Figure(figsize=(9, 2.1 * rows + 0.4), layout="constrained")
-    axes = fig.subplots(rows, 2, squeeze=False)
-    for row, agent in enumerate(tasks):
+    tasks = view.tasks
+    per_row = 2 if len(tasks) > 1 else 1  # Tasks side by side, each a quality + score pair.
+    rows = max(math.ceil(len(tasks) / per_row), 1)
+    height = 2.0 * rows + 0.5
+    fig = Figure(figsize=(5.6 * per_row, height))
+    # Fixed margins: matplotlib's layout engines take a minute for a hundred axes.
+    fig.subplots_adjust(
+        left=0.06 / per_row, right=0.99, top=1 - 0.3 / height, bottom=0.45 / height,
+        hspace=0.75, wspace=0.3,
+    )  # fmt: skip
+    axes = fig.subplots(rows, 2 * per_row, squeeze=False)
+    for ax in axes.flat[2 * len(tasks) :]:
+        ax.set_visible(False)
+    for index, agent in enumerate(tasks):
         per_cycle = Counter()
         for c in agent.history:
             per_cycle[c.cycle] = max(per_cycle[c.cycle], c.generation + 1)
@@ -47,7 +56,7 @@ def _history_figure(view: SystemView, labels: dict[str, str]):
             return c.cycle + (c.generation + 0.5) / max(per_cycle[c.cycle], 1)
 
         for col, metric in enumerate(("quality", "score")):
-            ax = axes[row][col]
+            ax = axes[index // per_row][2 * (index % per_row) + col]
             for admitted in (False, True):
                 chosen = [
                     c
@@ -57,7 +66,7 @@ def _history_figure(view: SystemView, labels: dict[str, str]):
                 ax.scatter(
                     [x_of(c) for c in chosen],
                     [getattr(c, metric) for c in chosen],
-                    s=14,
+                    s=12,
                     facecolors=COLOURS["owned"] if admitted else "none",
                     edgecolors=COLOURS["owned"] if admitted else COLOURS["rejected"],
                     label="admitted" if admitted else "rejected",
@@ -69,19 +78,18 @@ def _history_figure(view: SystemView, labels: dict[str, str]):
                     [r.test_quality for r in tested],
                     "D--",
                     color=COLOURS["test"],
-                    markersize=4,
+                    markersize=3.5,
                     linewidth=1,
                     label="test (best path)",
                 )
-            ax.set_title(
-                f"{labels[agent.agent_id]}: {'validation quality' if col == 0 else 'score'}",
-                fontsize=9,
-            )
-            ax.set_xlabel("cycle", fontsize=8)
+            name = "validation quality" if col == 0 else "score"
+            ax.set_title(f"{labels[agent.agent_id]}: {name}", fontsize=8.5)
             ax.tick_params(labelsize=7)
             ax.grid(alpha=0.3)
-            if row == 0 and col == 0:
-                ax.legend(fontsize=7, loc="lower right")
+            if index == 0 and col == 0:
+                ax.legend(fontsize=6.5, loc="lower right")
+    for ax in axes[-1]:
+        ax.set_xlabel("cycle", fontsize=8)
     return fig
 
 
@@ -91,9 +99,12 @@ def _system_figure(view: SystemView, labels: dict[str, str]):
 
     tasks = [a for a in view.tasks if a.best is not None]
     slots = max([len(a.best.components) + len(a.best.subpaths) for a in tasks] + [1])
-    fig = Figure(
-        figsize=(max(6, 0.62 * slots + 2.5), 0.38 * max(len(tasks), 1) + 1.0), layout="constrained"
-    )
+    width = max(6.0, 0.62 * slots + 2.5)
+    height = 0.38 * max(len(tasks), 1) + 1.0
+    fig = Figure(figsize=(width, height))
+    label_inches = 0.075 * max([len(labels[a.agent_id]) for a in tasks] + [4]) + 0.2
+    fig.subplots_adjust(left=label_inches / width, right=0.99, top=1 - 0.35 / height,
+                        bottom=0.45 / height)  # fmt: skip
     ax = fig.subplots()
     for row, agent in enumerate(tasks):
         y = len(tasks) - 1 - row
@@ -137,7 +148,11 @@ def _bars_figure(
 ):
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(7, 0.3 * max(len(labels), 1) + 1.2), layout="constrained")
+    width, height = 7.0, 0.3 * max(len(labels), 1) + 1.2
+    fig = Figure(figsize=(width, height))
+    label_inches = 0.075 * max([len(label) for label in labels] + [4]) + 0.2
+    fig.subplots_adjust(left=label_inches / width, right=0.97, top=1 - 0.35 / height,
+                        bottom=0.55 / height)  # fmt: skip
     ax = fig.subplots()
     positions = list(range(len(labels)))[::-1]
     left = [0.0] * len(labels)
