@@ -287,8 +287,33 @@ def _read_history(store: SystemStore, agent_id: str, problems: list[str]) -> lis
         return []
 
 
+def _cycle_result(state: StateRef, manifest: Mapping[str, Any]) -> CycleResult | None:
+    """The best own published path of an end-of-cycle state."""
+    agent_id = state.agent_id
+    own = [
+        manifest["paths"][fid]
+        for fid in manifest.get("published", [])
+        if manifest["paths"][fid]["agent_id"] == agent_id
+    ]
+    best = max(own, key=lambda r: as_float(r["metrics"].get("score")) or -math.inf, default=None)
+    if best is None or state.cycle == 0:
+        return None
+    m = best.get("metrics") or {}
+    return CycleResult(
+        state.cycle,
+        f"{agent_id}:{best['id']}",
+        as_float(m.get("quality")),
+        as_float(m.get("score")),
+        as_float(m.get("test_quality")),
+    )
+
+
 def _agent_view(
-    store: SystemStore, agent_id: str, paths: dict[str, PathView], problems: list[str]
+    store: SystemStore,
+    agent_id: str,
+    paths: dict[str, PathView],
+    problems: list[str],
+    cache: dict[tuple[str, str], CycleResult | None],
 ) -> AgentView | None:
     states = store.list_states(agent_id)
     if not states:
@@ -297,32 +322,25 @@ def _agent_view(
     by_id = {_as_int(r.get("id"), -1): r for r in rows if r.get("agent_id", agent_id) == agent_id}
     cycles = []
     latest: tuple[StateRef, dict[str, Any]] | None = None
-    for state in states:
-        if not state.end_of_cycle:
-            continue
-        manifest = _read(store, state, problems)
-        if manifest is None:
-            continue
-        latest = (state, manifest)
-        own = [
-            manifest["paths"][fid]
-            for fid in manifest.get("published", [])
-            if manifest["paths"][fid]["agent_id"] == agent_id
-        ]
-        best = max(
-            own, key=lambda r: as_float(r["metrics"].get("score")) or -math.inf, default=None
-        )
-        if best is not None and state.cycle > 0:
-            m = best.get("metrics") or {}
-            cycles.append(
-                CycleResult(
-                    state.cycle,
-                    f"{agent_id}:{best['id']}",
-                    as_float(m.get("quality")),
-                    as_float(m.get("score")),
-                    as_float(m.get("test_quality")),
-                )
-            )
+    for state in reversed([s for s in states if s.end_of_cycle]):
+        key = (str(store.root), state.relative_dir)
+        if latest is not None and key in cache:  # Committed states never change.
+            result = cache[key]
+        else:
+            manifest = _read(store, state, problems)
+            if manifest is None:
+                continue
+            try:
+                result = _cycle_result(state, manifest)
+            except (KeyError, TypeError, ValueError) as e:
+                problems.append(f"state {state.relative_dir}: bad path record ({e!r}); left out")
+                continue
+            cache[key] = result
+            if latest is None:
+                latest = (state, manifest)
+        if result is not None:
+            cycles.append(result)
+    cycles.reverse()
     published: list[PathView] = []
     task_name = agent_id
     if latest is not None:
@@ -350,11 +368,15 @@ def _agent_view(
     )
 
 
-def collect_system(state_dir: str | SystemStore) -> SystemView:
+def collect_system(
+    state_dir: str | SystemStore, cache: dict[tuple[str, str], Any] | None = None
+) -> SystemView:
     """Reads what the report shows from a state dir (a path, an fsspec URL or a store).
 
     Args:
         state_dir: the system state dir, or an open :class:`SystemStore`.
+        cache: kept between calls (``--watch``), it saves re-reading the manifests of older
+            end-of-cycle states, which never change once committed.
 
     Returns:
         The system's agents, published paths and history, and the problems met.
@@ -371,7 +393,7 @@ def collect_system(state_dir: str | SystemStore) -> SystemView:
     for agent_id in sorted(store.agent_ids()):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            view = _agent_view(store, agent_id, paths, problems)
+            view = _agent_view(store, agent_id, paths, problems, {} if cache is None else cache)
         if view is not None:
             agents[agent_id] = view
     for agent in agents.values():  # Own records win over copies published by others.

@@ -224,6 +224,7 @@ def write_report(
     out: str = "report.html",
     refresh_seconds: float | None = None,
     png: bool = False,
+    cache: dict | None = None,
 ) -> SystemView:
     """Reads the system and writes its report (and, with ``png``, the figures as PNG files).
 
@@ -232,6 +233,7 @@ def write_report(
         out: the HTML file to write.
         refresh_seconds: make the page reload itself this often.
         png: also write ``<out stem>-<figure>.png`` next to the HTML file.
+        cache: see :func:`~munet.report.collect.collect_system` (kept by :func:`watch_report`).
 
     Returns:
         The collected system.
@@ -239,7 +241,7 @@ def write_report(
     Raises:
         FileNotFoundError: no state dir there.
     """
-    view = collect_system(state_dir)
+    view = collect_system(state_dir, cache)
     _write_atomic(out, render_report(view, refresh_seconds))
     if png:
         from munet.report.png import write_pngs
@@ -276,10 +278,11 @@ def watch_report(
     written = 0
     last = None
     checks = 0
+    cache: dict = {}
     while rounds is None or checks < rounds:
         signature = store_signature(state_dir)
         if signature != last:
-            view = write_report(state_dir, out, refresh_seconds=interval, png=png)
+            view = write_report(state_dir, out, refresh_seconds=interval, png=png, cache=cache)
             written += 1
             last = signature
             if on_write is not None:

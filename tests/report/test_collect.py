@@ -121,3 +121,18 @@ def test_signature_changes_when_an_agent_commits(synthetic_state, tmp_path):
 
     grow_agent(SystemStore(str(root)), "VitCpu~synth~shape", 1, 0.5)
     assert store_signature(str(root)) != before
+
+
+def test_cache_skips_older_states_once_read(synthetic_state, tmp_path):
+    root = tmp_path / "state"
+    shutil.copytree(synthetic_state, root)
+    cache = {}
+    first = collect_system(str(root), cache)
+    # An older end-of-cycle state is not read again (committed states never change) ...
+    (root / DIGITS / "state_1_0" / "manifest.json").write_text("{not json")
+    again = collect_system(str(root), cache)
+    assert again.warnings == [] and again.agents[DIGITS].cycles == first.agents[DIGITS].cycles
+    # ... while without the cache its damage shows.
+    fresh = collect_system(str(root))
+    assert any(f"{DIGITS}/state_1_0" in w for w in fresh.warnings)
+    assert [r.cycle for r in fresh.agents[DIGITS].cycles] == [2]
