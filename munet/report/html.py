@@ -85,7 +85,8 @@ fill:var(--owned)}
 .strip{display:flex;gap:2px}
 .comp{display:inline-flex;flex-direction:column;align-items:center;min-width:38px;
 padding:1px 4px;border-radius:3px;color:#fff;font-size:11.5px;line-height:1.2}
-.comp small{font-size:9.5px;opacity:.85}
+.comp small{font-size:9.5px;opacity:.85;max-width:120px;overflow:hidden;text-overflow:ellipsis;
+white-space:nowrap}
 table.strips th,table.matrix tbody th{font-weight:500;max-width:220px;overflow:hidden;
 text-overflow:ellipsis}
 table.matrix td.cell{color:#fff;text-align:center;font-size:12px;line-height:1.15;
