@@ -46,7 +46,7 @@ h2{font-size:17px;margin:6px 0 6px}h3{font-size:14px;margin:10px 0 4px}
 .note,.facts,.empty{color:var(--muted);font-size:12.5px;margin:2px 0 8px}
 .scroll{overflow:auto;max-height:560px}
 table{border-collapse:collapse;font-size:12.5px}
-th,td{padding:3px 8px;border-bottom:1px solid #eef0f3;text-align:left;white-space:nowrap}
+th,td{padding:3px 7px;border-bottom:1px solid #eef0f3;text-align:left;white-space:nowrap}
 thead th{position:sticky;top:0;background:#fff;border-bottom:1px solid var(--line)}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 table.sortable th{cursor:pointer;user-select:none}
@@ -55,7 +55,7 @@ table.sortable th.asc::after{content:" \\25B2";font-size:9px}
 table.sortable th.desc::after{content:" \\25BC";font-size:9px}
 tr.best td{font-weight:600}
 a{color:var(--owned)}
-.cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(620px,1fr));gap:10px}
+.cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:10px}
 .card{content-visibility:auto;contain-intrinsic-size:auto 230px;
 border:1px solid #e6e9ed;border-radius:6px;padding:4px 10px 4px}
 .card h3{margin:4px 0 0}.plots{display:flex;flex-wrap:wrap;gap:4px}

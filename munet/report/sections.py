@@ -102,7 +102,7 @@ def leaderboard(view: SystemView, labels: dict[str, str]) -> str:
                 f"{_cell(m.get('quality'), 'q')}{_cell(m.get('accounted_params'))}"
                 f"{_cell(m.get('num_params'))}{_cell(m.get('flops'))}"
                 f"{_cell(m.get('num_cycles'))}{_cell(path.full_id.rpartition(':')[2])}"
-                f"{_cell(path.parent, 'text')}</tr>"
+                f"{_parent_cell(path.parent, labels)}</tr>"
             )
     if not rows:
         return _section("leaderboard", '<p class="empty">No published paths yet.</p>')
@@ -114,6 +114,15 @@ def leaderboard(view: SystemView, labels: dict[str, str]) -> str:
         "leaderboard", table, "Published paths of every agent; each task's best in bold. "
         "Click a header to sort."
     )  # fmt: skip
+
+
+def _parent_cell(parent: str | None, labels: dict[str, str]) -> str:
+    """The parent as ``label:id`` (the full id on hover)."""
+    if not parent:
+        return '<td data-v="">-</td>'
+    agent, _, number = parent.rpartition(":")
+    shown = f"{labels.get(agent, agent)}:{number}"
+    return f'<td data-v="{escape(parent)}" title="{escape(parent)}">{escape(shown)}</td>'
 
 
 def _slug(agent_id: str) -> str:

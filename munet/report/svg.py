@@ -54,8 +54,8 @@ class Plot:
 
     x_range: tuple[float, float]
     y_range: tuple[float, float]
-    width: int = 300
-    height: int = 170
+    width: int = 270
+    height: int = 165
     title: str = ""
     x_label: str = ""
     y_label: str = ""
