@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -65,7 +66,9 @@ def _report(args: argparse.Namespace) -> int:
             args.out,
             args.watch,
             png=args.png,
-            on_write=lambda view: print(_describe(view, args.out, args.png), flush=True),
+            on_write=lambda view: print(
+                f"{time.strftime('%H:%M:%S')} {_describe(view, args.out, args.png)}", flush=True
+            ),
         )
         return 0
     view = write_report(args.state_dir, args.out, png=args.png)
