@@ -38,6 +38,7 @@ import torch
 
 from munet.agents.cycle import Agent, BuiltModel, device_tensors
 from munet.agents.mutation import mutate_hparams
+from munet.agents.path_cache import PathOutputCache, augmentation_active
 from munet.agents.reports import AgentError, log_level
 from munet.agents.reuse import component_shapes_of
 from munet.agents.selection import decay_selection
@@ -78,6 +79,18 @@ def subpath_refs(path: Path) -> dict[str, str]:
     }
 
 
+class _CachedPath:
+    """A frozen assembled ViT whose calls go through the agent's path-output cache."""
+
+    def __init__(self, model: Any, cached: Any) -> None:
+        self.arch = model.arch
+        self.image_size = model.image_size
+        self._cached = cached
+
+    def __call__(self, images: torch.Tensor) -> torch.Tensor:
+        return self._cached(images)
+
+
 class MultipathAgent(Agent):
     """Evolves multipath models for one task over the paths grown by singlepath agents (the
     seed's ``MultiVit`` family). See :class:`munet.agents.cycle.Agent` for the arguments.
@@ -85,6 +98,11 @@ class MultipathAgent(Agent):
     Raises:
         AgentError: a root-model task (root models belong to the singlepath class).
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Frozen subpaths' outputs, reused across the steps and generations of this agent.
+        self.path_outputs = PathOutputCache(self.config.path_output_cache_mb * 2**20)
 
     @property
     def singlepath_class(self) -> str:
@@ -142,14 +160,19 @@ class MultipathAgent(Agent):
     def build_model(self, path: Path, device: torch.device, train: bool) -> BuiltModel:
         subpaths = path.hparams["paths"]
         slots = [slot_name(i) for i in range(len(subpaths))]
-        models = []
+        # Training without augmentation shows the same images every epoch: reuse the frozen
+        # subpaths' outputs (never for evaluations that must replay exactly).
+        reuse = train and device.type == "cpu" and not augmentation_active(path.hparams)
+        models: list[Any] = []
         for slot in slots:
             wrapped = path.component(slot)
             if not isinstance(wrapped, PathComponent):
                 raise ValueError(f"path {path.full_id}: component {slot} is not a wrapped path")
-            model, _ = assemble_vit(
-                self.config, wrapped.path, device, train=False, hparams=subpaths[slot]["hparams"]
-            )
+            hparams = subpaths[slot]["hparams"]
+            model, _ = assemble_vit(self.config, wrapped.path, device, train=False, hparams=hparams)
+            if reuse:
+                key = (wrapped.path.full_id, int(hparams.get("num_classes", 0)), model.image_size)
+                model = _CachedPath(model, self.path_outputs.wrap(key, model))
             models.append(model)
         trainable: dict[str, dict[str, torch.Tensor]] = {}
         own: dict[str, dict[str, torch.Tensor]] = {}

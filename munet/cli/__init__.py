@@ -12,7 +12,7 @@ import importlib
 import sys
 
 # Modules of this package that contribute subcommands, in the order `munet --help` lists them.
-COMMAND_MODULES = ("agents", "checkpoint", "tasks", "nasbench", "es", "report")
+COMMAND_MODULES = ("agents", "export", "predict", "checkpoint", "tasks", "nasbench", "es", "report")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -302,3 +302,46 @@ def test_subpaths_stay_loadable_after_their_agent_moved_on(mp_config, state, mon
     agent = agent_for(mp_config, state)
     before = reloaded.metrics["test_quality"]
     assert agent.run_test_eval(reloaded, test_immutability=True) == pytest.approx(before)
+
+
+# Reusing frozen subpaths' outputs -------------------------------------------------------------
+def test_path_output_cache_answers_like_the_model_within_its_budget():
+    from munet.agents.path_cache import PathOutputCache
+
+    calls = []
+    weight = torch.randn(12, 5)
+
+    def model(images):
+        calls.append(len(images))
+        return images.reshape(len(images), -1) @ weight
+
+    images = torch.randn(6, 3, 2, 2)
+    images[4] = images[1]  # The same image twice in a batch.
+    cache = PathOutputCache(max_bytes=4 * 5 * 4)  # Room for four rows.
+    cached = cache.wrap("path", model)
+    first = cached(images)
+    assert torch.allclose(first, model(images), atol=1e-6)
+    calls.clear()
+    again = cached(images)
+    assert torch.equal(again, first)
+    assert calls == [1] and cache.bytes == 4 * 5 * 4  # Only the row left out was recomputed.
+    assert cache.hits == 0 + 5 and cache.misses == 6 + 1  # First call: all six computed.
+    # Another key is another table; gradients or a zero budget bypass the cache.
+    assert torch.allclose(cache.wrap("other", model)(images), first)
+    assert PathOutputCache(0).wrap("p", model)(images).shape == (6, 5)
+
+
+def test_cached_training_matches_recomputing(mp_config, state, tmp_path):
+    from munet.agents.path_cache import augmentation_active
+
+    other = tmp_path / "other"
+    shutil.copytree(state, other)
+    cached_agent = agent_for(mp_config, state)
+    cached = cached_agent.run(1)
+    plain_config = apply_overrides(mp_config, ["path_output_cache_mb=0"])
+    plain = agent_for(plain_config, other).run(1)
+    assert cached_agent.path_outputs.hits > 0
+    assert not augmentation_active(cached.generations[0].paths[0].hparams)
+    for a, b in zip(cached.generations, plain.generations, strict=True):
+        assert [p.metrics["evals"] for p in a.paths] == [p.metrics["evals"] for p in b.paths]
+    assert cached.best.metrics["test_quality"] == plain.best.metrics["test_quality"]
