@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from munet.system.errors import CorruptStateError
-from munet.system.naming import is_root_model_agent
+from munet.system.naming import ROOT_MODEL_TASK_PREFIX, is_root_model_agent
 from munet.system.store import StateRef, SystemStore
 
 # Component status within a task's path: the task's own (fresh, or cloned from the root model
@@ -27,6 +27,8 @@ from munet.system.store import StateRef, SystemStore
 # used frozen as another agent's component, or a whole frozen path of another agent (multipath).
 OWNED, CLONED, SHARED, SUBPATH = "owned", "cloned", "shared", "subpath"
 STATUSES = (OWNED, CLONED, SHARED, SUBPATH)
+# In the id of every root-model agent: `Class~root_model~name`.
+ROOT_MODEL_MARK = "~" + ROOT_MODEL_TASK_PREFIX.replace("/", "~")
 
 
 @dataclass
@@ -200,11 +202,15 @@ def mutation_counts(agents: Iterable[AgentView]) -> list[tuple[str, int, int]]:
 
 
 def _reuse_sources(reuse: str) -> dict[str, tuple[str, str]]:
-    """``shared from A: x, y; cloned from B: z; fresh: head`` -> {slot: (verb, agent)}."""
+    """``shared from A: x, y; cloned from B: z; fresh: head`` -> {slot: (verb, agent)}.
+
+    Multipath agents name the source path (``cloned from A:5: router``): its agent is kept.
+    """
     out = {}
     for group in (reuse or "").split("; "):
-        head, _, names = group.partition(": ")
+        head, _, names = group.rpartition(": ")
         verb, _, source = head.partition(" from ")
+        source = source.split(":", 1)[0]  # Agent ids hold no ':'.
         for name in names.split(", "):
             if name:
                 out[name] = (verb, source)
@@ -221,7 +227,7 @@ def _clone_origin(
     while row is not None and id(row) not in seen:
         seen.add(id(row))
         verb, source = _reuse_sources(str(row.get("metrics.reuse") or "")).get(slot, ("", ""))
-        if verb != "cloned" or is_root_model_agent(source):
+        if verb != "cloned" or ROOT_MODEL_MARK in source:
             return None
         if source != agent_id:
             return source

@@ -136,3 +136,31 @@ def test_cache_skips_older_states_once_read(synthetic_state, tmp_path):
     fresh = collect_system(str(root))
     assert any(f"{DIGITS}/state_1_0" in w for w in fresh.warnings)
     assert [r.cycle for r in fresh.agents[DIGITS].cycles] == [2]
+
+
+def test_reuse_summaries_of_both_agent_kinds():
+    from munet.report.collect import ROOT_MODEL_MARK, _clone_origin, _reuse_sources
+
+    assert ROOT_MODEL_MARK == "~root_model~"
+    single = (
+        "cloned from A~x: embedding, cls; shared from R~root_model~r: encoderblock_0; fresh: head"
+    )
+    assert _reuse_sources(single) == {
+        "embedding": ("cloned", "A~x"), "cls": ("cloned", "A~x"),
+        "encoderblock_0": ("shared", "R~root_model~r"), "head": ("fresh", ""),
+    }  # fmt: skip
+    # Multipath agents name the source path, and list their subpaths first.
+    multi = "path_0: A~x:8; path_1: B~y:6; cloned from M~x:5: head_adapter_path_1; fresh: router"
+    sources = _reuse_sources(multi)
+    assert sources["head_adapter_path_1"] == ("cloned", "M~x") and sources["router"][0] == "fresh"
+    # A multipath agent's connector cloned along its own lineage stays its own.
+    rows = {5: {"metrics.reuse": "fresh: head_adapter_path_1", "parent_agent_id": "B~y"}}
+    row = {"metrics.reuse": multi, "parent_agent_id": "M~x", "parent_id": "5"}
+    assert _clone_origin("head_adapter_path_1", row, "M~x", rows) is None
+    # Cloned from another task's component, then trained along this agent's own lineage.
+    rows = {3: {"metrics.reuse": single, "parent_agent_id": "A~x", "parent_id": "1"}}
+    row = {"metrics.reuse": "cloned from C~z: cls", "parent_agent_id": "C~z", "parent_id": "3"}
+    assert _clone_origin("cls", row, "C~z", rows) == "A~x"
+    assert _clone_origin("embedding", {"metrics.reuse": single}, "C~z", rows) == "A~x"
+    row = {"metrics.reuse": "cloned from R~root_model~r: cls"}
+    assert _clone_origin("cls", row, "C~z", rows) is None
