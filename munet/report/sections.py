@@ -92,7 +92,7 @@ def leaderboard(view: SystemView, labels: dict[str, str]) -> str:
         for path in ordered:
             m = path.metrics
             cls = ' class="best"' if path is best and not agent.is_root else ""
-            anchor = escape(labels[agent.agent_id])
+            anchor = escape(agent.task_name)  # The agent column tells same-task agents apart.
             if not agent.is_root:  # Root models have no history card to link to.
                 anchor = f'<a href="#task-{_slug(agent.agent_id)}">{anchor}</a>'
             rows.append(

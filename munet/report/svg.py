@@ -60,7 +60,7 @@ class Plot:
     x_label: str = ""
     y_label: str = ""
     layers: list[str] = field(default_factory=list)
-    margin: tuple[int, int, int, int] = (22, 8, 30, 40)  # top, right, bottom, left
+    margin: tuple[int, int, int, int] = (27, 8, 30, 40)  # top, right, bottom, left
 
     def __post_init__(self) -> None:
         low, high = self.x_range
