@@ -12,7 +12,9 @@ import importlib
 import sys
 
 # Modules of this package that contribute subcommands, in the order `munet --help` lists them.
-COMMAND_MODULES = ("agents", "export", "predict", "checkpoint", "tasks", "nasbench", "es", "report")
+COMMAND_MODULES = (
+    "agents", "export", "predict", "checkpoint", "tasks", "nasbench", "es", "search", "report"
+)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
