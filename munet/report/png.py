@@ -12,7 +12,8 @@ import math
 from collections import Counter
 
 from munet.report.collect import SUBPATH, SystemView, mutation_counts
-from munet.report.sections import _slot_label, _unique_params, short_names
+from munet.report.sections import _unique_params, short_names
+from munet.report.system_graph import slot_label
 
 COLOURS = {
     "owned": "#3b6fd8",
@@ -116,7 +117,7 @@ def _system_figure(view: SystemView, labels: dict[str, str]):
             ax.text(
                 col + 0.46,
                 y + 0.5,
-                _slot_label(slot),
+                slot_label(slot),
                 ha="center",
                 va="center",
                 color="white",
