@@ -18,7 +18,9 @@ from munet.training.threads import prepare_openmp_env
 prepare_openmp_env()
 
 # Modules of this package that contribute subcommands, in the order `munet --help` lists them.
-COMMAND_MODULES = ("agents", "export", "predict", "checkpoint", "tasks", "nasbench", "es", "search")
+COMMAND_MODULES = (
+    "agents", "export", "predict", "checkpoint", "tasks", "nasbench", "es", "search", "report"
+)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
