@@ -1,15 +1,19 @@
-"""Training throughput of a component-assembled ViT against the same ViT as one plain module.
+"""Training throughput of the agents' own path against the same ViT as one plain module.
 
-Both models start from the same parameters and run the same training step (forward,
-cross-entropy, backward, SGD with momentum) on the same batch. Timings alternate between the
-two in short rounds (order flipped every round) so machine noise hits both alike: images/s
-are medians over rounds, and `ratio` is the median of the per-round ratios, which cancels
-load that drifts slower than a round.
+"agents" is what an agent runs: a component-assembled ViT trained by
+``munet.training.train_candidates`` (the seed's SGD with Nesterov momentum and global-norm
+clipping, the candidate's precision, on-device NaN tracking); "plain" is a textbook loop on the
+same ViT as one ``nn.Module`` (``torch.optim.SGD``, ``clip_grad_norm_``). Both start from the
+same parameters and train on the same batch. Timings alternate between the two in short
+rounds (order flipped every round) so machine noise hits both alike: images/s are medians over
+rounds, and `ratio` is the median of the per-round ratios, which cancels load that drifts
+slower than a round. An "agents" round is one ``train_candidates`` call of ``--steps`` steps,
+its fixed costs included (a progress bar, the end-of-training validation on one example).
 
     python benchmarks/vit_train_throughput.py                     # Ti/16 x3 layers, 32 px, 512
-    python benchmarks/vit_train_throughput.py --device cuda --bf16
+    python benchmarks/vit_train_throughput.py --device cuda --bf16 --steps 20
 
-Prints images/s for each, `ratio: X` (assembled / plain; 1.0 = no overhead) and the achieved
+Prints images/s for each, `ratio: X` (agents / plain; 1.0 = no overhead) and the achieved
 GFLOP/s, counting a training step as 3x the forward FLOPs (munet.models.count_flops).
 """
 
@@ -27,6 +31,11 @@ import torch
 # Run from a checkout without installing: make the repository root importable.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+# Before torch loads, as every munet entry point does (see munet.training.threads).
+from munet.training.threads import prepare_openmp_env  # noqa: E402
+
+prepare_openmp_env()
+
 from munet.models import (  # noqa: E402
     AssembledVit,
     VitArch,
@@ -34,6 +43,16 @@ from munet.models import (  # noqa: E402
     count_flops,
     init_components,
 )
+from munet.training import TrainCandidate, make_optimizer, train_candidates  # noqa: E402
+
+# The seed's optimizer hparams (get_common_config_vit defaults), constant schedule.
+HPARAMS = {
+    "opt_lr": 0.02,
+    "opt_lr_schedule": "constant",
+    "opt_lr_warmup_ratio": 0.0,
+    "opt_momentum": 0.8,
+    "opt_nesterov": True,
+}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -46,8 +65,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--num-classes", type=int, default=10)
     parser.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
     parser.add_argument("--rounds", type=int, default=15, help="alternating timing rounds")
-    parser.add_argument("--steps", type=int, default=1, help="training steps per round")
-    parser.add_argument("--warmup", type=int, default=2, help="untimed steps per model")
+    parser.add_argument("--steps", type=int, default=3, help="training steps per round")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed rounds per model")
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args(argv)
 
@@ -63,29 +82,64 @@ def trainable_copy(components, device):
     }
 
 
-def make_step(model, tensors, images, labels, autocast):
-    optimizer = torch.optim.SGD(tensors, lr=0.01, momentum=0.9)
+def plain_timer(model, images, labels, autocast, steps: int, device: torch.device):
+    """A plain loop's seconds per step over `steps` steps (one call = one round)."""
+    params = list(model.parameters())
+    optimizer = torch.optim.SGD(
+        params, lr=HPARAMS["opt_lr"], momentum=HPARAMS["opt_momentum"], nesterov=True
+    )
 
     def step() -> None:
-        with autocast():
-            loss = torch.nn.functional.cross_entropy(model(images), labels)
         optimizer.zero_grad(set_to_none=True)
+        with autocast():
+            logits = model(images)
+        loss = torch.nn.functional.cross_entropy(logits.float(), labels)
         loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
         optimizer.step()
 
-    return step
+    def timed() -> float:
+        synchronize(device)
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        synchronize(device)
+        return (time.perf_counter() - start) / steps
+
+    return timed
 
 
-def time_steps(step, steps: int, device: torch.device) -> float:
-    """Seconds per step over `steps` steps."""
+def agents_timer(model, images, labels, precision: str, steps: int, device: torch.device):
+    """The agents' ``train_candidates``: seconds per step of one call of `steps` steps."""
+    trainable = model.trainable_tensors()
+    validation = [(images[:1], labels[:1])]
+
+    def timed() -> float:
+        candidate = TrainCandidate(
+            label="bench",
+            model=model,
+            trainable=trainable,
+            optimizer=make_optimizer(trainable, HPARAMS, steps, 1),
+            score_of_quality=lambda quality: float("-inf"),  # never snapshots
+            threshold=float("inf"),
+            device=device,
+            precision=precision,
+        )
+        synchronize(device)
+        start = time.perf_counter()
+        batches = ((images, labels) for _ in range(steps))
+        train_candidates([candidate], batches, validation, steps, 1, progress=False)
+        synchronize(device)
+        if candidate.failure is not None:
+            raise RuntimeError(f"training failed: {candidate.failure}")
+        return (time.perf_counter() - start) / steps
+
+    return timed
+
+
+def synchronize(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    start = time.perf_counter()
-    for _ in range(steps):
-        step()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    return (time.perf_counter() - start) / steps
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -108,18 +162,19 @@ def main(argv: list[str] | None = None) -> None:
             return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
-    steps = {
-        "plain": make_step(plain, list(plain.parameters()), images, labels, autocast),
-        "assembled": make_step(assembled, assembled.trainable_tensors(), images, labels, autocast),
+    precision = "bf16" if args.bf16 else "fp32"
+    timers = {
+        "plain": plain_timer(plain, images, labels, autocast, args.steps, device),
+        "agents": agents_timer(assembled, images, labels, precision, args.steps, device),
     }
-    for step in steps.values():
+    for timer in timers.values():
         for _ in range(args.warmup):
-            step()
-    seconds: dict[str, list[float]] = {name: [] for name in steps}
+            timer()
+    seconds: dict[str, list[float]] = {name: [] for name in timers}
     for round_index in range(args.rounds):
-        order = list(steps) if round_index % 2 == 0 else list(reversed(steps))
+        order = list(timers) if round_index % 2 == 0 else list(reversed(timers))
         for name in order:
-            seconds[name].append(time_steps(steps[name], args.steps, device))
+            seconds[name].append(timers[name]())
 
     flops_per_image = 3 * count_flops(arch, args.image_size)
     print(
@@ -136,7 +191,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{name:9}: {images_per_second[name]:10.1f} images/s  "
             f"{per_step * 1e3:8.2f} ms/step  {gflops:7.1f} GFLOP/s"
         )
-    round_ratios = [p / a for p, a in zip(seconds["plain"], seconds["assembled"], strict=True)]
+    round_ratios = [p / a for p, a in zip(seconds["plain"], seconds["agents"], strict=True)]
     quartiles = statistics.quantiles(round_ratios, n=4) if len(round_ratios) > 1 else [0, 0, 0]
     print(f"per-round ratio quartiles: {quartiles[0]:.3f} {quartiles[1]:.3f} {quartiles[2]:.3f}")
     print(f"ratio: {statistics.median(round_ratios):.3f}")

@@ -21,6 +21,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+# Numeric precisions of training and evaluation (munet.training.precision.PRECISIONS; repeated
+# here so this module stays free of torch).
+PRECISIONS = ("fp32", "bf16", "auto")
+
 # Hyperparameters whose name starts with this prefix shape the data pipeline; they are shared
 # by all paths trained side by side in one generation (they read the same batches).
 DATASET_HPARAMS_PREFIX = "ds_"
@@ -78,8 +82,12 @@ class AgentConfig:
         eval_batch_size: batch size of validation and test passes (0: ``batch_size``); the
             accuracy does not depend on it, only the speed and memory of evaluation do.
         num_threads: CPU threads of the process's PyTorch ops, set when the agent runs (0:
-            PyTorch's default). Tiny models run best on one thread: splitting their small
-            matrix products costs more than it saves, and far more on a busy machine.
+            the cores this process may use, its CPU affinity capped by a cgroup quota; see
+            munet.training.threads, which also sets the OpenMP wait policy).
+        precision: numeric precision of training and evaluation: ``fp32``, ``bf16``
+            (autocast; float32 master weights, gradients, loss and optimizer) or ``auto``
+            (``bf16`` where the device computes it natively, else ``fp32``); see
+            munet.training.precision.
         data: the source a named task reads (``munet run --task flowers --data
             folder:/data/flowers``), stored with every state so a rerun, a resume or another
             reader of the state dir needs no ``--data``; empty for munet's own task names.
@@ -113,6 +121,7 @@ class AgentConfig:
     max_devices: int = 0
     eval_batch_size: int = 0
     num_threads: int = 0
+    precision: str = "fp32"
     data: str = ""
     data_split: str = ""
     singlepath_agent: str = ""
@@ -136,6 +145,10 @@ class AgentConfig:
         check_config(self)
         if self.model not in vit_sizes():
             raise ConfigError(f"unknown model {self.model!r}; known: {', '.join(vit_sizes())}")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(
+                f"unknown precision {self.precision!r}; known: {', '.join(PRECISIONS)}"
+            )
         if self.singlepath_agent:
             for key in MULTIPATH_HPARAMS:
                 if key not in self.hparams_defaults:
@@ -295,6 +308,7 @@ def vit_large() -> AgentConfig:
         model="L/16",
         augreg_checkpoint="L_16-i21k-300ep-lr_0.001-aug_medium2-wd_0.03-do_0.1-sd_0.1",
         batch_size=16,
+        precision="auto",
         # 24 layers in L/16; the range allows exceeding the root model's layers by 1.
         extra_defaults={"num_layers": 24, "ds_image_size": 384},
         extra_ranges={"num_layers": list(range(24 + 2)), "ds_image_size": [224, 384]},
@@ -316,6 +330,7 @@ def vit_base() -> AgentConfig:
         model="B/16",
         augreg_checkpoint="B_16-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.0-sd_0.0",
         batch_size=256,
+        precision="auto",
         extra_defaults={"num_layers": 12, "ds_image_size": 80},
         extra_ranges={"num_layers": list(range(12 + 1)), "ds_image_size": _small_image_sizes()},
     )
@@ -331,12 +346,22 @@ def vit_ti3() -> AgentConfig:
 
     The cheapest of the paper's presets; still sized for a GPU (batch 512, 300k examples
     between validations).
+
+    Speed settings (docs/speed.md): ``precision="auto"``, bf16 autocast where the device has
+    native bf16 (CUDA GPUs of compute capability 8+, CPUs with AVX512-BF16/AMX; issue 19
+    measured 2.3x faster training at this size on such a CPU), fp32 elsewhere (emulated bf16
+    ran at 0.14x fp32 training and 0.45x evaluation on an AVX2-only CPU). ``num_threads=0``:
+    the usable cores,
+    with passive OpenMP waiting; on a shared 2-core machine (load average 15-24) two threads
+    trained 1.56x and evaluated 1.16x faster than one with two competing busy processes, and
+    1.34x / 0.99x without them (``benchmarks/train_throughput.py``, 2026-11-23).
     """
     return _common_vit_config(
         name="VitT3",
         model="Ti/16",
         augreg_checkpoint="Ti_16-i21k-300ep-lr_0.001-aug_light1-wd_0.1-do_0.0-sd_0.0",
         batch_size=512,
+        precision="auto",
         extra_defaults={"num_layers": 3, "ds_image_size": 32},
         extra_ranges={"num_layers": list(range(3 + 1)), "ds_image_size": _small_image_sizes()},
     )
@@ -358,6 +383,13 @@ def vit_cpu() -> AgentConfig:
     thread) and a test accuracy of 0.956 on ``digits`` after two cycles from a random-init
     root (seed 0; seeds 1 and 2 give 0.969 and 0.972). ``munet demo`` runs this preset on
     four tasks in about 4 minutes on 2 cores (measured: 234 s on a shared 2-core machine).
+
+    Speed settings (docs/speed.md): ``precision="fp32"``: at this size bf16 trained at 0.55x
+    fp32 even on a CPU with native bf16 (issue 19), and at 0.18x (evaluation
+    0.18x) where it is emulated (AVX2-only CPU). ``num_threads=1``: never slower than one
+    thread by construction; two threads with passive OpenMP waiting trained 4.3x faster under
+    heavy load (load average 24, two busy processes) but 0.81x in a short run without the
+    busy processes, so one thread stays the default (``--set num_threads=0`` for all cores).
     """
     config = _common_vit_config(
         name="VitCpu",
@@ -371,6 +403,7 @@ def vit_cpu() -> AgentConfig:
         max_task_population_size=3,
         eval_batch_size=512,
         num_threads=1,
+        precision="fp32",
         # Bases scaled to the tiny model: the paper's system held ~2.2B params and paths of
         # ~3.8 TFLOPs; the same 1% discount per base unit applies here at the tiny scale.
         scorer=ScorerConfig(scale_factor=0.99, base_accounted_params=2_000_000, base_flops=1e9),

@@ -125,7 +125,8 @@ FIELD_RULES: dict[str, Rule] = {
     "seed": int_at_least(0),
     "max_devices": int_at_least(0),
     "eval_batch_size": Rule("an int >= 0 (0: the batch size)", lambda v: _is_int(v) and v >= 0),
-    "num_threads": Rule("an int >= 0 (0: PyTorch's default)", lambda v: _is_int(v) and v >= 0),
+    "num_threads": Rule("an int >= 0 (0: the usable cores)", lambda v: _is_int(v) and v >= 0),
+    "precision": Rule("one of 'fp32', 'bf16', 'auto'", lambda v: v in _precisions()),
     "data": Rule("a data source string ('' for munet's own tasks)", lambda v: isinstance(v, str)),
     "data_split": Rule("a split rule name ('' for the default)", lambda v: isinstance(v, str)),
     "path_output_cache_mb": Rule("an int >= 0 (MB)", lambda v: _is_int(v) and v >= 0),
@@ -165,6 +166,12 @@ _PLAIN_VALUE = Rule(
     "a string, bool, finite number or null, or a list of them",
     lambda v: _plain(v) or (isinstance(v, list) and all(_plain(x) for x in v)),
 )
+
+
+def _precisions() -> tuple[str, ...]:
+    from munet.config import PRECISIONS
+
+    return tuple(PRECISIONS)
 
 
 def _plain(value: Any) -> bool:

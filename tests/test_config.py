@@ -264,3 +264,31 @@ def test_the_rules_know_the_optimizers_lr_schedules():
     from munet.training.optim import LR_SCHEDULES as OPTIM_SCHEDULES
 
     assert tuple(LR_SCHEDULES) == tuple(OPTIM_SCHEDULES)
+
+
+def test_precision_and_thread_fields_validate_and_are_saved():
+    from munet import config as config_module
+    from munet.training.precision import PRECISIONS
+
+    assert config_module.PRECISIONS == PRECISIONS  # the torch-free copy stays in step
+    config = apply_overrides(get_preset("VitT3"), ["precision=bf16", "num_threads=1"])
+    assert config.precision == "bf16" and config.num_threads == 1
+    assert json.loads(config.to_json())["precision"] == "bf16"
+    with pytest.raises(ConfigError, match="precision='fp16': expected one of 'fp32', 'bf16'"):
+        apply_overrides(get_preset("VitT3"), ["precision=fp16"])
+    with pytest.raises(ConfigError, match=r"num_threads=-2: expected an int >= 0"):
+        apply_overrides(get_preset("VitT3"), ["num_threads=-2"])
+    # States saved before the field existed ran in float32 and load as such.
+    data = get_preset("VitCpu").to_dict()
+    del data["precision"]
+    assert AgentConfig.from_dict(data).precision == "fp32"
+
+
+def test_preset_precision_and_thread_policies():
+    # Measured (docs/speed.md): the tiny VitCpu trains slower in bf16 even where the CPU has
+    # bf16 instructions, and fastest on one thread; the ViT presets use bf16 where native.
+    assert get_preset("VitCpu").precision == "fp32"
+    assert get_preset("VitCpu").num_threads == 1
+    for name in ("VitT3", "VitB", "Vit"):
+        assert get_preset(name).precision == "auto"
+        assert get_preset(name).num_threads == 0

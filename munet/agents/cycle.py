@@ -60,6 +60,7 @@ from munet.training.loop import (
     train_candidates,
 )
 from munet.training.optim import make_optimizer
+from munet.training.threads import apply_thread_policy
 
 log = logging.getLogger("munet.agents")
 
@@ -250,8 +251,7 @@ class Agent:
         reports: list[GenerationReport] = []
         best: Path | None = None
         cycle = 0
-        if self.config.num_threads > 0:
-            torch.set_num_threads(self.config.num_threads)
+        apply_thread_policy(self.config.num_threads)
         with self.store.lock(self.agent_id):
             first_load = True
             while True:
@@ -417,6 +417,7 @@ class Agent:
                     score_of_quality=score_of_quality,
                     threshold=threshold,
                     device=device,
+                    precision=self.config.precision,
                 )
             )
             trainables.append(built.trainable)
@@ -489,7 +490,10 @@ class Agent:
         device = self.devices[0]
         model = self.build_model(path, device, train=False).model
         quality = evaluate_accuracy(
-            model, self._eval_batches(self.task.test_batches(path.hparams)), device
+            model,
+            self._eval_batches(self.task.test_batches(path.hparams)),
+            device,
+            self.config.precision,
         )
         if has_known:
             delta = quality - float(known)

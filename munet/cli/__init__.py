@@ -17,6 +17,11 @@ import sys
 import warnings
 
 from munet.cli.errors import report_failure
+from munet.training.threads import prepare_openmp_env
+
+# First, before any command imports torch: the OpenMP runtime reads its wait policy once, when
+# torch loads it (see munet.training.threads).
+prepare_openmp_env()
 
 # Modules of this package that contribute subcommands, in the order `munet --help` lists them.
 COMMAND_MODULES = (
@@ -29,6 +34,7 @@ COMMAND_MODULES = (
     "nasbench",
     "es",
     "search",
+    "report",
 )
 DEBUG_FLAG = "--debug"
 

@@ -184,7 +184,8 @@ def _interpolation_matrices(
     of each image's axis to out_size samples (half-pixel centres, edge clamping: the semantics
     of tf.image.resize and of grid_sample with border padding)."""
     b = start.shape[0]
-    j = torch.arange(out_size, dtype=torch.float32).view(1, -1) + 0.5  # output centres
+    device = start.device
+    j = torch.arange(out_size, dtype=torch.float32, device=device).view(1, -1) + 0.5  # centres
     step = (length / out_size).view(-1, 1)
     if flip is not None:
         j = torch.where(flip.view(-1, 1), out_size - j, j)
@@ -194,7 +195,7 @@ def _interpolation_matrices(
     frac = source - low
     low = low.to(torch.int64)
     high = (low + 1).clamp(max=in_size - 1)
-    weights = torch.zeros(b, out_size, in_size)
+    weights = torch.zeros(b, out_size, in_size, device=device)
     weights.scatter_add_(2, low.unsqueeze(2), (1.0 - frac).unsqueeze(2))
     weights.scatter_add_(2, high.unsqueeze(2), frac.unsqueeze(2))
     return weights
@@ -223,7 +224,7 @@ def resample(
             return images
         return F.interpolate(images, size=(size, size), mode="bilinear", align_corners=False)
     if boxes is None:
-        boxes = torch.tensor([[0.0, 0.0, float(h), float(w)]]).expand(b, 4)
+        boxes = torch.tensor([[0.0, 0.0, float(h), float(w)]], device=images.device).expand(b, 4)
     top, left, box_h, box_w = boxes.unbind(dim=1)
     # Bilinear resampling is separable: out = Wy @ image @ Wx^T with per-image weight matrices,
     # two small batched matrix products (much cheaper than a sampling grid).
@@ -278,7 +279,9 @@ _HUE_OFFSETS = torch.tensor([5.0, 3.0, 1.0]).view(1, 3, 1, 1)
 
 def _rgb_from_hue6(value: torch.Tensor, chroma: torch.Tensor, hue6: torch.Tensor) -> torch.Tensor:
     """RGB (B, 3, H, W) from value, chroma and hue in [0, 6), each (B, 1, H, W)."""
-    k = _HUE_OFFSETS + hue6  # in [1, 11): one conditional wrap replaces a slow remainder
+    k = (
+        _HUE_OFFSETS.to(hue6.device) + hue6
+    )  # in [1, 11): one conditional wrap replaces a slow remainder
     k = torch.where(k >= 6.0, k - 6.0, k)
     weight = torch.minimum(k, 4.0 - k).clamp_(0.0, 1.0).mul_(chroma)
     return torch.sub(value, weight)
@@ -394,7 +397,27 @@ def preprocess(
         if cfg.flip_left_right:
             flip = torch.rand(n, generator=generator) < 0.5
         color = sample_color_params(n, cfg, generator)
-    out = {size: torch.empty(n, 3, size, size, dtype=torch.float32) for size in cfg.image_sizes}
+        # Draws come from a CPU generator (replayable on any device); images on an
+        # accelerator get them in one small copy each, and everything after runs there.
+        device = images.device
+        if device.type != "cpu":
+            boxes = None if boxes is None else boxes.to(device, non_blocking=True)
+            flip = None if flip is None else flip.to(device, non_blocking=True)
+            color = ColorParams(
+                *(
+                    None if v is None else v.to(device, non_blocking=True)
+                    for v in (color.brightness, color.contrast, color.saturation, color.hue)
+                )
+            )
+            if quality is not None:
+                raise ValueError(
+                    "ds_quality_delta (simulated JPEG) runs on CPU images only; got images on "
+                    f"{device}"
+                )
+    out = {
+        size: torch.empty(n, 3, size, size, dtype=torch.float32, device=images.device)
+        for size in cfg.image_sizes
+    }
     # A dozen elementwise passes follow; on chunks that stay in the CPU cache they run about
     # twice as fast as on a whole batch of 512 images.
     for start in range(0, n, _CHUNK):

@@ -16,6 +16,10 @@ wait on the device.
 
 With candidates on several devices, each device's step runs in its own thread (PyTorch releases
 the GIL in its kernels), as the seed runs one path per accelerator.
+
+Each candidate trains and validates at its ``precision`` (``fp32``, ``bf16`` or ``auto``, see
+munet.training.precision): under ``bf16`` the forward runs in autocast while the trainable
+tensors, their gradients, the loss and the optimizer stay float32.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from munet.training.optim import PathOptimizer
+from munet.training.precision import autocast, check_precision
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +54,8 @@ class TrainCandidate:
         threshold: score to beat to count as improved (the parent's score for a child of the
             same agent, else -inf).
         device: where the tensors live; batches are moved there.
+        precision: ``fp32``, ``bf16`` or ``auto`` (resolved for ``device``) for the forward
+            passes of training and validation.
         evals: validation accuracies, one per validation.
         best_quality / best_score: of the best validation that beat the threshold.
         improved: some validation beat the threshold and the parameters are that snapshot.
@@ -62,6 +69,7 @@ class TrainCandidate:
     score_of_quality: Callable[[float], float]
     threshold: float
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    precision: str = "fp32"
     evals: list[float] = field(default_factory=list)
     best_quality: float | None = None
     best_score: float | None = None
@@ -69,6 +77,9 @@ class TrainCandidate:
     failure: str | None = None
     _snapshot: list[torch.Tensor] | None = None
     _bad: torch.Tensor | None = None
+
+    def __post_init__(self) -> None:
+        check_precision(self.precision)
 
     @property
     def quality(self) -> float:
@@ -113,7 +124,9 @@ def _train_step(candidate: TrainCandidate, images: Images, labels: torch.Tensor)
     images = to_device(images, candidate.device)
     labels = labels.to(candidate.device, non_blocking=True)
     candidate.optimizer.zero_grad()
-    logits = candidate.model(images)
+    with autocast(candidate.precision, candidate.device):
+        logits = candidate.model(images)
+    # The loss and everything after it in float32 (bf16 logits are cast up).
     loss = F.cross_entropy(logits.float(), labels)
     loss.backward()
     norm = candidate.optimizer.step()
@@ -124,18 +137,32 @@ def _train_step(candidate: TrainCandidate, images: Images, labels: torch.Tensor)
 
 @torch.no_grad()
 def evaluate_accuracy(
-    model: Callable[[torch.Tensor], torch.Tensor],
-    batches: Iterable[tuple[torch.Tensor, torch.Tensor]],
+    model: Callable[[Images], torch.Tensor],
+    batches: Iterable[tuple[Images, torch.Tensor]],
     device: torch.device,
+    precision: str = "fp32",
 ) -> float:
-    """Accuracy of ``model`` over ``batches`` of (images, labels), weighted by batch size."""
+    """Accuracy of ``model`` over ``batches`` of (images, labels), weighted by batch size.
+
+    Args:
+        model: images -> logits.
+        batches: (images, labels); images a tensor or a dict of tensors by image size.
+        device: where the model's tensors live; batches are moved there.
+        precision: ``fp32``, ``bf16`` or ``auto`` (resolved for ``device``).
+
+    Raises:
+        ValueError: no examples, or an unknown precision.
+    """
     correct = torch.zeros((), dtype=torch.int64, device=device)
     total = 0
-    for images, labels in batches:
-        labels = labels.to(device, non_blocking=True)
-        logits = model(to_device(images, device))
-        correct += (logits.argmax(dim=-1) == labels).sum()
-        total += int(labels.shape[0])
+    # One autocast region for the whole pass: under bf16 the casts of trainable tensors are
+    # cached across batches.
+    with autocast(precision, device):
+        for images, labels in batches:
+            labels = labels.to(device, non_blocking=True)
+            logits = model(to_device(images, device))
+            correct += (logits.argmax(dim=-1) == labels).sum()
+            total += int(labels.shape[0])
     if total == 0:
         raise ValueError("no validation examples to evaluate on")
     return float(correct) / total
@@ -204,7 +231,7 @@ def _validate(
         else:
             log.warning("%s: non-finite loss; candidate dropped", candidate.label)
         return
-    quality = evaluate_accuracy(candidate.model, batches, candidate.device)
+    quality = evaluate_accuracy(candidate.model, batches, candidate.device, candidate.precision)
     candidate.evals.append(quality)
     score = candidate.score_of_quality(quality)
     if score > (candidate.best_score if candidate.best_score is not None else candidate.threshold):

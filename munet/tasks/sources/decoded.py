@@ -5,23 +5,33 @@ image already shares it. Others are resized (bilinear, aspect ratio not kept) wh
 the seed's final resize to a square `ds_image_size` ignores aspect ratio anyway; `max_side`
 caps that storage size for large photos. Decoded images are kept in memory up to
 `cache_bytes`, so small datasets are decoded once.
+
+A batch's images that are not cached are decoded by `decode_workers` threads (default: the
+cores this process may use): Pillow releases the GIL while it decodes and resizes, so threads
+decode in parallel without the start-up and copying costs of worker processes. Results do not
+depend on the worker count.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
 from PIL import Image
 
+from munet.cpus import usable_cpu_count
 from munet.tasks.sources.base import SPLITS, Source
 
 # Reads example i of a split as a PIL image or an (H, W[, C]) uint8 array.
 Decoder = Callable[[int], "Image.Image | np.ndarray"]
 DEFAULT_MAX_SIDE = 256
 DEFAULT_CACHE_BYTES = 1 << 30
+# Fewer uncached images than this in a batch are decoded in the calling thread (a pool's
+# hand-offs cost more than they save on a handful of small files).
+_MIN_PARALLEL_DECODES = 8
 
 
 def decode_to_storage(
@@ -69,6 +79,8 @@ class DecodedImageSource(Source):
         num_classes, class_names: the label set.
         max_side: the largest storage side; bigger first images are shrunk to it.
         cache_bytes: decoded images kept in memory up to this many bytes.
+        decode_workers: threads decoding a batch's uncached images (0: the usable cores;
+            1: decode in the calling thread).
     """
 
     def __init__(
@@ -81,7 +93,12 @@ class DecodedImageSource(Source):
         class_names: Sequence[str] | None = None,
         max_side: int = DEFAULT_MAX_SIDE,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
+        decode_workers: int = 0,
     ) -> None:
+        if decode_workers < 0:
+            raise ValueError(
+                f"decode_workers must be >= 0 (0: the usable cores), got {decode_workers}"
+            )
         self.name = name
         self.num_classes = int(num_classes)
         self.class_names = tuple(class_names) if class_names is not None else None
@@ -93,6 +110,9 @@ class DecodedImageSource(Source):
         self._channels = 3
         self._cache: dict[tuple[str, int], np.ndarray] = {}
         self._cache_left = cache_bytes
+        self._decode_workers = decode_workers
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_size = 0
 
     def labels(self, split: str) -> torch.Tensor:
         return self._labels[split]
@@ -118,16 +138,39 @@ class DecodedImageSource(Source):
         where = f"{self._describe_item(split, index)} of task {self.name!r}"
         return decode_to_storage(item, size, where=where)
 
+    def _workers(self) -> int:
+        if self._decode_workers:
+            return self._decode_workers
+        return usable_cpu_count()
+
+    def _decode_many(self, split: str, indices: list[int]) -> list[np.ndarray]:
+        """Decodes `indices` of `split`, in parallel threads when there are enough of them."""
+        workers = min(self._workers(), len(indices))
+        if workers <= 1 or len(indices) < _MIN_PARALLEL_DECODES:
+            return [self._decode(split, index) for index in indices]
+        if self._pool is None or self._pool_size < workers:
+            self._pool = ThreadPoolExecutor(workers, thread_name_prefix="munet-decode")
+            self._pool_size = workers
+        return list(self._pool.map(lambda index: self._decode(split, index), indices))
+
     def images(self, split: str, indices: torch.Tensor) -> torch.Tensor:
         h, w = self.storage_size()
-        out = np.empty((len(indices), h, w, 3), dtype=np.uint8)
-        for row, index in enumerate(indices.tolist()):
-            key = (split, index)
-            image = self._cache.get(key)
+        wanted = indices.tolist()
+        out = np.empty((len(wanted), h, w, 3), dtype=np.uint8)
+        missing = []
+        for row, index in enumerate(wanted):
+            image = self._cache.get((split, index))
             if image is None:
-                image = self._decode(split, index)
-                if self._cache_left >= image.nbytes:
-                    self._cache[key] = image
-                    self._cache_left -= image.nbytes
-            out[row] = image
+                missing.append(row)
+            else:
+                out[row] = image
+        # A batch may hold an index twice (a new epoch inside the batch): decode it once.
+        unique = list(dict.fromkeys(wanted[row] for row in missing))
+        decoded = dict(zip(unique, self._decode_many(split, unique), strict=True))
+        for index, image in decoded.items():
+            if self._cache_left >= image.nbytes:
+                self._cache[(split, index)] = image
+                self._cache_left -= image.nbytes
+        for row in missing:
+            out[row] = decoded[wanted[row]]
         return torch.from_numpy(out).permute(0, 3, 1, 2)

@@ -52,9 +52,14 @@ def _scan(tree: Path, class_names: list[str], where: str) -> tuple[list[Path], l
 
 
 def load_image_folder(
-    root: str | Path, max_side: int = DEFAULT_MAX_SIDE, cache_bytes: int = DEFAULT_CACHE_BYTES
+    root: str | Path,
+    max_side: int = DEFAULT_MAX_SIDE,
+    cache_bytes: int = DEFAULT_CACHE_BYTES,
+    decode_workers: int = 0,
 ) -> DecodedImageSource:
     """Builds the source of an image-folder tree (see the module docstring).
+
+    ``decode_workers`` threads decode a batch's uncached images (0: the usable cores).
 
     Raises:
         ValueError: a missing root, fewer than 2 class folders, no images, or a validation /
@@ -107,6 +112,7 @@ def load_image_folder(
         class_names=class_names,
         max_side=max_side,
         cache_bytes=cache_bytes,
+        decode_workers=decode_workers,
     )
     source.carved_splits = tuple(s for s in ("test", "validation") if s in carved)
     return source

@@ -1,0 +1,77 @@
+"""Tiny CPU runs of the speed benchmarks: they run end to end and print their ratio lines.
+
+(No timing is asserted; the figures come from running the scripts, see docs/speed.md.)
+"""
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def load_script(name):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    return module
+
+
+@pytest.fixture
+def restore_threads():
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def ratios(text):
+    return [float(v) for v in re.findall(r"^ratio: ([0-9.]+)", text, flags=re.M)]
+
+
+def test_gpu_train_smoke_on_cpu_with_a_jpeg_folder(tmp_path, capsys, restore_threads):
+    rng = np.random.default_rng(0)
+    for label in ("a", "b"):
+        (tmp_path / "jpegs" / label).mkdir(parents=True)
+        for i in range(12):
+            pixels = rng.integers(0, 256, size=(24, 24, 3), dtype=np.uint8)
+            Image.fromarray(pixels).save(tmp_path / "jpegs" / label / f"{i}.jpg")
+    torch.set_num_threads(1)
+    load_script("gpu_train").main(
+        [
+            "--device", "cpu", "--workloads", "tiny=mu/4,1,16,4", "--augment",
+            "--rounds", "1", "--steps", "2", "--warmup", "0",
+            "--jpeg-folder", str(tmp_path / "jpegs"),
+        ]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert "[tiny] agents" in out and "TFLOP/s" in out
+    assert "[decode] parallel" in out
+    assert len(ratios(out)) == 2 and all(r > 0 for r in ratios(out))
+
+
+@pytest.mark.slow
+def test_train_throughput_and_threads_smoke(capsys, restore_threads):
+    small = ["--preset", "VitCpu", "--num-layers", "1", "--image-size", "8", "--batch", "4"]
+    small += ["--eval-batch", "8", "--threads", "2", "--rounds", "1", "--steps", "1"]
+    load_script("train_throughput").main(
+        [*small, "--eval-batches", "1", "--loads", "idle,busy", "--busy-procs", "1"]
+    )
+    out = capsys.readouterr().out
+    assert "[busy] train munet fp32/1thread" in out
+    # munet/plain x 2 kinds x 2 precisions x 2 thread settings, bf16/fp32 x 2 kinds,
+    # policy/1thread x 2 kinds x 2 precisions; for each of 2 loads.
+    assert len(ratios(out)) == 2 * (8 + 2 + 4)
+    load_script("train_threads").main([*small, "--eval-batches", "1", "--busy-procs", "1"])
+    out = capsys.readouterr().out
+    assert len(ratios(out)) == 1 and "train 1thread" in out
