@@ -150,6 +150,10 @@ class SystemStore:
     Args:
         root: state dir, e.g. `/data/state` or `memory://state` (created when written).
         max_shard_bytes: a new shard starts once a shard would grow past this.
+        lease_ttl: on fsspec stores, seconds an agent's lease stays live without a heartbeat
+            (default `MUNET_LEASE_TTL` or 30).
+        lease_tag: the launch this process belongs to (a live lease of the same launch, left
+            by a killed earlier attempt, is waited out instead of refused).
 
     Only the process holding `lock(agent_id)` may `save_state` that agent; everyone may
     `load` and read everyone's committed states.
@@ -161,7 +165,11 @@ class SystemStore:
         *,
         max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
         fs: StateFS | None = None,
+        lease_ttl: float | None = None,
+        lease_tag: str | None = None,
     ) -> None:
+        self.lease_ttl = lease_ttl
+        self.lease_tag = lease_tag
         if fs is None:
             self.fs, self.root = open_state_fs(root)
         else:
@@ -276,7 +284,13 @@ class SystemStore:
             AgentLockedError: another process (or another lock here) runs the agent.
         """
         # stacklevel 4: acquire <- this generator <- contextlib's __enter__ <- the caller.
-        agent_lock = AgentLock(self.fs, self.agent_dir(agent_id), agent_id).acquire(stacklevel=4)
+        agent_lock = AgentLock(
+            self.fs,
+            self.agent_dir(agent_id),
+            agent_id,
+            lease_ttl=self.lease_ttl,
+            lease_tag=self.lease_tag,
+        ).acquire(stacklevel=4)
         self._locks[agent_id] = agent_lock
         try:
             self._clean_leftovers(agent_id)
