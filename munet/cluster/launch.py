@@ -36,15 +36,28 @@ FORWARDED_ENV = (
 )
 
 
-def import_ray():
-    """`ray`, with usage statistics off; an error naming the extra when it is missing."""
+def import_ray(local: bool = False):
+    """`ray`, with usage statistics off; an error naming the extra when it is missing.
+
+    Args:
+        local: a single-node instance will be started: Ray's node address becomes the
+            loopback, so its servers listen on 127.0.0.1 only (by default Ray advertises and
+            binds the machine's network address, for other nodes to join).
+    """
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if local:
+        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # read when ray is imported
     try:
         import ray
     except ImportError as err:
         raise ImportError(
             "munet launch needs Ray: pip install 'munet[ray]' (or pip install 'ray>=2.9')"
         ) from err
+    if local:
+        # Ray imported earlier in this process read the variable already.
+        from ray._private import ray_constants
+
+        ray_constants.ENABLE_RAY_CLUSTER = False
     return ray
 
 
@@ -59,7 +72,7 @@ def init_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
     Returns:
         Whether this call started Ray (and should shut it down).
     """
-    ray = import_ray()
+    ray = import_ray(local=not address)
     if ray.is_initialized():
         return False
     if address:
@@ -174,7 +187,7 @@ def launch(
         raise ValueError(f"--env {', '.join(missing)}: not set in this environment")
     env_vars = {n: os.environ[n] for n in (*FORWARDED_ENV, *env_names) if n in os.environ}
 
-    ray = import_ray()
+    ray = import_ray(local=not ray_address)
     from ray.util.queue import Empty, Queue
 
     started = init_ray(ray_address, num_cpus)
