@@ -4,6 +4,7 @@ Layout (one folder per agent, one folder per committed state):
 
     ROOT/<agent_id>/state_<cycle>_<generation>/manifest.json
                                                paths.csv
+                                               population.json
                                                components-00000.safetensors ...
     ROOT/<agent_id>/.lock
 
@@ -72,6 +73,9 @@ from munet.system.shards import (
 
 MANIFEST = "manifest.json"
 HISTORY = "paths.csv"
+# How the agent saw the whole system (one entry per path of every agent): it grows with the
+# number of agents, so it is kept out of the manifest that every other agent reads.
+POPULATION = "population.json"
 FORMAT = "munet-system-state"
 FORMAT_VERSION = 1
 _STATE_DIR = re.compile(r"^state_(\d+)_(\d+)$")
@@ -466,7 +470,7 @@ class SystemStore:
                 else population.first_unsaved_component_id
             ),
             "published": [p.full_id for p in to_publish],
-            "population": population_entries,
+            "population_file": POPULATION,
             "paths": records,
             "components": index,
             "shards": shards_info,
@@ -475,6 +479,10 @@ class SystemStore:
         manifest_bytes = json.dumps(manifest, indent=1, default=json_default).encode()
         self.fs.write_bytes(
             self.fs.join(work_dir, HISTORY), rows_to_csv(population.history).encode()
+        )
+        self.fs.write_bytes(
+            self.fs.join(work_dir, POPULATION),
+            json.dumps({"population": population_entries}, default=json_default).encode(),
         )
         # The manifest goes last: on filesystems without atomic rename it is the commit mark.
         self.fs.write_bytes(self.fs.join(work_dir, MANIFEST), manifest_bytes)
