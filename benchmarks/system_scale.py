@@ -157,15 +157,16 @@ def main(argv: list[str] | None = None) -> None:
         if args.latency_ms > 0:
             latency = args.latency_ms / 1000
             slow = {n: measure_load(roots[n], probe, latency) for n in (small, large)}
+            slow_per_agent = {}
             for n in (small, large):
                 r = slow[n]
-                print(f"with {args.latency_ms:g} ms per request, {n} agents: load {r['seconds']:.2f}s "
-                      f"({1000 * r['seconds'] / r['states']:.2f} ms per agent, "
+                slow_per_agent[n] = r["seconds"] / r["states"]
+                print(f"with {args.latency_ms:g} ms per request, {n} agents: load "
+                      f"{r['seconds']:.2f}s ({1000 * slow_per_agent[n]:.2f} ms per agent, "
                       f"{r['requests']} requests)")
             print(f"ratio: load time per agent with {args.latency_ms:g} ms requests, {large} vs "
-                  f"{small} agents: "
-                  f"{(slow[large]['seconds'] / slow[large]['states']) / (slow[small]['seconds'] / slow[small]['states']):.2f}"
-                  " (target <= 2)")
+                  f"{small} agents: {slow_per_agent[large] / slow_per_agent[small]:.2f} "
+                  "(target <= 2)")
     finally:
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
