@@ -30,6 +30,8 @@ _EXPORTS: dict[str, str] = {
     "preset_names": "munet.config",
     "apply_overrides": "munet.config",
     "SinglepathAgent": "munet.agents",
+    "MultipathAgent": "munet.agents",
+    "make_agent": "munet.agents",
     "create_root_model": "munet.agents",
     "run_demo": "munet.agents",
     "leaderboard_rows": "munet.agents",

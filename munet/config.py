@@ -80,6 +80,11 @@ class AgentConfig:
         num_threads: CPU threads of the process's PyTorch ops, set when the agent runs (0:
             PyTorch's default). Tiny models run best on one thread: splitting their small
             matrix products costs more than it saves, and far more on a busy machine.
+        singlepath_agent: empty for a singlepath agent; for a multipath agent, the singlepath
+            agent class whose paths it combines (``VitT3`` for ``MultiVitT3``).
+        path_output_cache_mb: multipath agents on CPU: memory (MB) for reusing the frozen
+            subpaths' outputs across the steps of a generation trained without augmentation
+            (0: recompute them at every step).
     """
 
     name: str
@@ -103,6 +108,8 @@ class AgentConfig:
     max_devices: int = 0
     eval_batch_size: int = 0
     num_threads: int = 0
+    singlepath_agent: str = ""
+    path_output_cache_mb: int = 512
 
     def validate(self) -> AgentConfig:
         """Checks the config is consistent (the seed's ``config_validate`` and more).
@@ -150,7 +157,29 @@ class AgentConfig:
                 raise ConfigError(
                     f"force_mutations entry {name!r}: expected 'hp:KEY' or 'clone:COMPONENT'"
                 )
+        if self.singlepath_agent:
+            for key in MULTIPATH_HPARAMS:
+                if key not in self.hparams_defaults:
+                    raise ConfigError(
+                        f"multipath agent {self.name!r} needs hparams_defaults.{key}"
+                    )
+            if self.hparams_defaults["num_paths"] < 2:
+                raise ConfigError(
+                    f"hparams_defaults.num_paths={self.hparams_defaults['num_paths']!r}: a "
+                    "multipath model combines at least 2 paths"
+                )
+            if not 0.0 < self.hparams_defaults["router_init_main_path_weight"] < 1.0:
+                raise ConfigError(
+                    "hparams_defaults.router_init_main_path_weight="
+                    f"{self.hparams_defaults['router_init_main_path_weight']!r}: expected a "
+                    "weight in (0, 1)"
+                )
         return self
+
+    @property
+    def is_multipath(self) -> bool:
+        """Whether the agent combines whole paths of its singlepath class (``MultiVit*``)."""
+        return bool(self.singlepath_agent)
 
     def to_dict(self) -> dict[str, Any]:
         """All fields as plain JSON-compatible data."""
@@ -370,17 +399,88 @@ def vit_cpu() -> AgentConfig:
     return config
 
 
+# Hparams every multipath config defines (the seed's `set_multivit_common_config`).
+MULTIPATH_HPARAMS = ("router_init_main_path_weight", "router_lr_mult", "num_paths")
+
+
+def multipath_config(singlepath: AgentConfig) -> AgentConfig:
+    """The multipath preset derived from a singlepath one (the seed's
+    ``set_multivit_common_config``): named ``Multi<name>``; no forced mutations; the neutral
+    scorer (score = quality); the architecture hparams (``num_layers``, ``ds_image_size``)
+    removed, since a multipath model takes them from its subpaths; and the router hparams
+    added: ``router_init_main_path_weight`` 0.8, ``router_lr_mult`` 0.05 mutated over
+    [0.01 .. 1], ``num_paths`` 2 mutated over [2, 3].
+    """
+    config = copy.deepcopy(singlepath)
+    config.name = f"Multi{singlepath.name}"
+    config.singlepath_agent = singlepath.name
+    config.force_mutations = []
+    config.scorer = ScorerConfig(scale_factor=1.0, base_accounted_params=0, base_flops=0)
+    for key in ("num_layers", "ds_image_size"):
+        del config.hparams_defaults[key]
+        del config.hparams_mutation_ranges[key]
+    config.hparams_defaults["router_init_main_path_weight"] = 0.8
+    config.hparams_defaults["router_lr_mult"] = 0.05
+    config.hparams_defaults["num_paths"] = 2
+    config.hparams_mutation_ranges["router_lr_mult"] = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1]
+    config.hparams_mutation_ranges["num_paths"] = [2, 3]
+    return config
+
+
+def multi_vit_large() -> AgentConfig:
+    """``MultiVit``: the paper's multipath agent over ``Vit`` (ViT-L/16) paths.
+
+    Run after ``Vit`` agents have grown the system (one of them on the same task)::
+
+        munet run --agent MultiVit --task cifar100 --cycles 1 -d state
+    """
+    return multipath_config(vit_large())
+
+
+def multi_vit_base() -> AgentConfig:
+    """``MultiVitB``: multipath agent over ``VitB`` (ViT-B/16) paths."""
+    return multipath_config(vit_base())
+
+
+def multi_vit_ti3() -> AgentConfig:
+    """``MultiVitT3``: multipath agent over ``VitT3`` (ViT-Ti/16, 3 layers) paths."""
+    return multipath_config(vit_ti3())
+
+
+def multi_vit_cpu() -> AgentConfig:
+    """``MultiVitCpu``: multipath agent over ``VitCpu`` paths, for CPU runs (demo, tests).
+
+    Run on a system grown by ``VitCpu`` agents, one of them on the same task::
+
+        munet run --agent VitCpu --task synth/color --cycles 2 -d state/cpu
+        munet run --agent VitCpu --task synth/shape --cycles 2 -d state/cpu
+        munet run --agent MultiVitCpu --task synth/shape --cycles 1 -d state/cpu
+
+    Only the router and the connectors train (a few hundred parameters), so a cycle costs
+    little more than the forward passes of its 2-3 paths.
+    """
+    return multipath_config(vit_cpu())
+
+
 # `munet demo`: the VitCpu preset on these tasks, cycle by cycle (see munet.agents.demo).
 DEMO_AGENT = "VitCpu"
 DEMO_TASKS = ("digits", "synth/shape", "synth/color", "synth/count")
 DEFAULT_DEMO_STATE_DIR = "state/demo"
 DEFAULT_DEMO_CYCLES = 2
+# Then MultiVitCpu agents on the demo's weakest tasks (lowest singlepath validation quality).
+DEMO_MULTIPATH_AGENT = "MultiVitCpu"
+DEMO_MULTIPATH_TASKS = 2
+DEMO_MULTIPATH_CYCLES = 1
 
 PRESETS: dict[str, Callable[[], AgentConfig]] = {
     "Vit": vit_large,
     "VitB": vit_base,
     "VitT3": vit_ti3,
     "VitCpu": vit_cpu,
+    "MultiVit": multi_vit_large,
+    "MultiVitB": multi_vit_base,
+    "MultiVitT3": multi_vit_ti3,
+    "MultiVitCpu": multi_vit_cpu,
 }
 
 

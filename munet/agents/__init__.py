@@ -5,6 +5,9 @@ Public API:
 - `SinglepathAgent(config, task_name, store, devices=None, progress=None, echo=None)`:
   `.run(num_cycles) -> RunReport` (resumes from the committed state; rerun with more cycles
   to continue); `.sample_path`, `.train_paths`, `.run_test_eval` for finer control.
+- `MultipathAgent(...)`: the same for multipath presets (`MultiVit*`): combines whole paths of
+  the singlepath agents of its class; `make_agent(config, task, store, ...)` picks the kind.
+- `Agent`: the cycle both kinds share (munet.agents.cycle).
 - `create_root_model(config, store, kind="random_init" | "checkpoint") -> Path`.
 - `run_demo(state_dir="state/demo", cycles=2, tasks=DEMO_TASKS, ...) -> DemoResult`.
 - `resolve_config(agent_class, overrides=(), store=None, task_name=None) -> AgentConfig`;
@@ -15,8 +18,10 @@ Public API:
 - Errors: `AgentError`, `ImmutabilityError`.
 """
 
+from munet.agents.cycle import Agent
 from munet.agents.demo import DemoResult, run_demo
 from munet.agents.devices import local_devices
+from munet.agents.multipath import MultipathAgent
 from munet.agents.mutation import (
     MutationDecision,
     MutationPolicy,
@@ -26,7 +31,7 @@ from munet.agents.mutation import (
 )
 from munet.agents.reuse import ComponentChoice, choose_component
 from munet.agents.root import ROOT_KINDS, create_root_model, root_agent_id
-from munet.agents.runner import leaderboard_rows, resolve_config
+from munet.agents.runner import leaderboard_rows, make_agent, resolve_config
 from munet.agents.selection import ParentChoice, decay_selection, select_parent
 from munet.agents.singlepath import (
     AgentError,
@@ -39,6 +44,9 @@ from munet.agents.singlepath import (
 
 __all__ = [
     "ROOT_KINDS",
+    "Agent",
+    "MultipathAgent",
+    "make_agent",
     "AgentError",
     "ComponentChoice",
     "DemoResult",

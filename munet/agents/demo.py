@@ -5,8 +5,11 @@ embedded ``digits`` and three generated ``synth/*`` tasks) run in rounds, one cy
 agent per round, so each cycle sees the paths the other agents published before it. Agents of a
 round run in parallel worker processes (one per CPU core, one thread each); the first task's
 results do not depend on the number of workers (it starts first in every round and sees the
-same published paths). It ends with the leaderboard, the components each task's best path took
-from other agents, and where the state lives. Rerunning resumes (a killed demo loses at most a
+same published paths). Then a multipath stage: ``MultiVitCpu`` agents on the tasks where the
+singlepath agents are weakest (lowest validation quality), combining their paths with other
+tasks' paths. It ends with the leaderboard, the components each task's best path took from
+other agents, whether multipath beat the best singlepath path on its tasks, and where the state
+lives. Rerunning resumes (a killed demo loses at most a
 generation per agent) and finishes.
 """
 
@@ -16,16 +19,20 @@ import multiprocessing
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from munet.agents.cycle import Agent
+from munet.agents.reports import RunReport
 from munet.agents.root import create_root_model
-from munet.agents.runner import leaderboard_rows, resolve_config
-from munet.agents.singlepath import RunReport, SinglepathAgent
+from munet.agents.runner import leaderboard_rows, make_agent, resolve_config
 from munet.config import (
     DEFAULT_DEMO_CYCLES,
     DEFAULT_DEMO_STATE_DIR,
     DEMO_AGENT,
+    DEMO_MULTIPATH_AGENT,
+    DEMO_MULTIPATH_CYCLES,
+    DEMO_MULTIPATH_TASKS,
     DEMO_TASKS,
     AgentConfig,
 )
@@ -53,12 +60,41 @@ def cross_task_reuse(store: SystemStore, agent_id: str) -> dict[str, int]:
 
 @dataclass
 class DemoResult:
-    """What the demo produced: the agents' last reports, leaderboard rows and timing."""
+    """What the demo produced: the agents' last reports, leaderboard rows and timing.
+
+    Attributes:
+        reports: the singlepath agents' reports, by task.
+        rows: the leaderboard.
+        seconds: wall time of this call.
+        state_dir: where the system lives.
+        multipath: by task of the multipath stage, the best singlepath and multipath test
+            quality (``singlepath``, ``multipath``) and the multipath best path's subpaths.
+    """
 
     reports: dict[str, RunReport]
     rows: list[dict]
     seconds: float
     state_dir: str
+    multipath: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def multipath_overrides(overrides: Sequence[str]) -> list[str]:
+    """The overrides that apply to a multipath config: those of the architecture hparams a
+    multipath model takes from its subpaths (``num_layers``, ``ds_image_size``) are left out."""
+    return [o for o in overrides if "num_layers" not in o and "ds_image_size" not in o]
+
+
+def weakest_tasks(reports: dict[str, RunReport], count: int) -> list[str]:
+    """The ``count`` tasks whose best singlepath path has the lowest validation quality (ties:
+    the demo's task order)."""
+    order = list(reports)
+
+    def key(task: str) -> tuple[float, int]:
+        best = reports[task].best
+        quality = best.metrics.get("quality", 0.0) if best is not None else 0.0
+        return (float(quality), order.index(task))
+
+    return sorted(order, key=key)[:count]
 
 
 def default_workers(num_tasks: int) -> int:
@@ -87,7 +123,7 @@ def _run_agent_cycle(job: tuple[str, str, dict[str, Any], int, int]) -> dict[str
     """Worker: run one agent up to ``cycle`` cycles; a small picklable summary back."""
     state_dir, task, config_data, cycle, planned = job
     start = time.perf_counter()
-    agent = SinglepathAgent(
+    agent = make_agent(
         AgentConfig.from_dict(config_data), task, state_dir, progress=False, echo=lambda _: None
     )
     report = agent.run(cycle, planned_cycles=planned)
@@ -113,6 +149,8 @@ def run_demo(
     echo: Callable[[str], None] = print,
     progress: bool | None = None,
     workers: int | None = None,
+    multipath_tasks: int = DEMO_MULTIPATH_TASKS,
+    multipath_cycles: int = DEMO_MULTIPATH_CYCLES,
 ) -> DemoResult:
     """Runs (or resumes) the demo and prints its summary through ``echo``.
 
@@ -126,6 +164,8 @@ def run_demo(
             with one worker.
         workers: parallel agent processes (default: one per core, at most one per task); 1
             runs the agents in this process and prints every generation's summary.
+        multipath_tasks: run the multipath stage on this many of the weakest tasks (0: none).
+        multipath_cycles: cycles of each multipath agent.
 
     Raises:
         munet.config.ConfigError / ValueError: bad override or task, before any work.
@@ -137,41 +177,22 @@ def run_demo(
     configs = {task: resolve_config(DEMO_AGENT, overrides, store, task) for task in tasks}
     # Built here (in the parent) so a bad task is an error before any work.
     agents = {
-        task: SinglepathAgent(configs[task], task, store, progress=progress, echo=echo)
-        for task in tasks
+        task: make_agent(configs[task], task, store, progress=progress, echo=echo) for task in tasks
     }
     root = create_root_model(resolve_config(DEMO_AGENT, overrides), store, "random_init")
     echo(
         f"root model {root.full_id}: {len(root.components)} components, {root.num_params()} params"
     )
-    if workers == 1:
-        for cycle in range(1, cycles + 1):
-            for agent in agents.values():
-                agent.run(cycle, planned_cycles=cycles)
-    else:
-        echo(f"running {len(tasks)} agents, {workers} at a time, {cycles} cycles each")
-        context = multiprocessing.get_context("spawn")
-        with context.Pool(workers, initializer=_die_with_parent) as pool:
-            for cycle in range(1, cycles + 1):
-                jobs = [
-                    (str(state_dir), task, configs[task].to_dict(), cycle, cycles) for task in tasks
-                ]
-                for done in pool.imap_unordered(_run_agent_cycle, jobs):
-                    status = "done" if done["ran"] else "already done"
-                    echo(
-                        f"  {done['task']:<14} cycle {done['cycle']}/{cycles} {status}: best "
-                        f"{done['best']} quality {done['quality']:.4f} test quality "
-                        f"{done['test_quality']:.4f} ({done['seconds']:.0f}s)"
-                    )
-            # A clean shutdown (the context manager's terminate() leaks a semaphore warning).
-            pool.close()
-            pool.join()
+    _run_rounds(agents, configs, str(state_dir), cycles, workers, echo)
     reports = {}
     for task, agent in agents.items():
         loaded = store.load(agent.agent_id, [DEMO_AGENT])
         best = loaded.population.get_best_path()
         reports[task] = RunReport(agent.agent_id, loaded.cycle, [], best)
-    rows = leaderboard_rows(store, [DEMO_AGENT])
+    comparison = _multipath_stage(
+        store, reports, overrides, multipath_tasks, multipath_cycles, workers, progress, echo
+    )
+    rows = leaderboard_rows(store, [DEMO_AGENT, DEMO_MULTIPATH_AGENT])
     seconds = time.perf_counter() - start
     echo("")
     echo(format_leaderboard(rows))
@@ -192,7 +213,82 @@ def run_demo(
         echo(f"  {task:<14} test quality {best.metrics.get('test_quality', float('nan')):.4f}")
         echo(f"    shares components of: {', '.join(owners) if owners else '(none)'}")
         echo(f"    sampled as: {best.metrics.get('reuse', '')}")
+    if comparison:
+        echo("")
+        echo("Multipath stage (MultiVitCpu on the weakest tasks), test quality:")
+        for task, result in comparison.items():
+            verdict = "beat" if result["multipath"] > result["singlepath"] else "did not beat"
+            echo(
+                f"  {task:<14} multipath {result['multipath']:.4f} {verdict} singlepath "
+                f"{result['singlepath']:.4f}; routes through {result['paths']}"
+            )
     echo("")
     echo(f"State: {store.root} (rerun to resume or continue; `munet leaderboard -d {state_dir}`)")
     echo(f"Demo time: {seconds:.0f}s")
-    return DemoResult(reports, rows, seconds, str(state_dir))
+    return DemoResult(reports, rows, seconds, str(state_dir), comparison)
+
+
+def _run_rounds(
+    agents: dict[str, Agent],
+    configs: dict[str, AgentConfig],
+    state_dir: str,
+    cycles: int,
+    workers: int,
+    echo: Callable[[str], None],
+) -> None:
+    """Runs every agent to ``cycles`` cycles, one cycle of each per round, in this process
+    (one worker) or in a pool of worker processes."""
+    if workers == 1:
+        for cycle in range(1, cycles + 1):
+            for agent in agents.values():
+                agent.run(cycle, planned_cycles=cycles)
+        return
+    workers = min(workers, len(agents))
+    echo(f"running {len(agents)} agents, {workers} at a time, {cycles} cycles each")
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(workers, initializer=_die_with_parent) as pool:
+        for cycle in range(1, cycles + 1):
+            jobs = [(state_dir, task, configs[task].to_dict(), cycle, cycles) for task in agents]
+            for done in pool.imap_unordered(_run_agent_cycle, jobs):
+                status = "done" if done["ran"] else "already done"
+                echo(
+                    f"  {done['task']:<14} cycle {done['cycle']}/{cycles} {status}: best "
+                    f"{done['best']} quality {done['quality']:.4f} test quality "
+                    f"{done['test_quality']:.4f} ({done['seconds']:.0f}s)"
+                )
+        # A clean shutdown (the context manager's terminate() leaks a semaphore warning).
+        pool.close()
+        pool.join()
+
+
+def _multipath_stage(
+    store: SystemStore,
+    reports: dict[str, RunReport],
+    overrides: Sequence[str],
+    num_tasks: int,
+    cycles: int,
+    workers: int,
+    progress: bool | None,
+    echo: Callable[[str], None],
+) -> dict[str, dict[str, Any]]:
+    """Multipath agents on the weakest tasks; their test quality against singlepath's."""
+    if num_tasks <= 0 or cycles <= 0 or len(reports) < 2:
+        return {}  # A multipath model needs another task's paths.
+    tasks = weakest_tasks(reports, num_tasks)
+    extra = multipath_overrides(overrides)
+    configs = {t: resolve_config(DEMO_MULTIPATH_AGENT, extra, store, t) for t in tasks}
+    agents = {t: make_agent(configs[t], t, store, progress=progress, echo=echo) for t in tasks}
+    echo(f"multipath stage: {DEMO_MULTIPATH_AGENT} on {', '.join(tasks)}")
+    _run_rounds(agents, configs, str(store.root), cycles, workers, echo)
+    comparison = {}
+    for task, agent in agents.items():
+        best = store.load(agent.agent_id, [DEMO_AGENT]).population.get_best_path()
+        single = reports[task].best
+        comparison[task] = {
+            "singlepath": float(single.metrics.get("test_quality", float("nan"))),
+            "multipath": float(best.metrics.get("test_quality", float("nan"))),
+            "paths": ", ".join(
+                f"{ref['agent_id']}:{ref['id']}" for _, ref in sorted(best.hparams["paths"].items())
+            ),
+        }
+    return comparison

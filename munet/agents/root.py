@@ -64,6 +64,11 @@ def create_root_model(
     Raises:
         ValueError: unknown kind, or ``checkpoint`` without an existing ``checkpoint_path``.
     """
+    if config.is_multipath:
+        raise ValueError(
+            f"root models belong to the singlepath agent class: create it with "
+            f"`munet root --agent {config.singlepath_agent}` ({config.name} combines its paths)"
+        )
     if kind not in ROOT_KINDS:
         raise ValueError(f"unknown root model kind {kind!r}; known: {', '.join(ROOT_KINDS)}")
     if kind == "checkpoint":

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from munet.config import AgentConfig, ConfigError, apply_overrides, get_preset
 from munet.system import SystemStore, format_agent_id
+
+if TYPE_CHECKING:
+    from munet.agents.cycle import Agent
 
 log = logging.getLogger("munet.agents")
 
@@ -39,6 +43,20 @@ def resolve_config(
                     ) from None
                 log.info("%s: using the config stored with %s", agent_id, state.name)
     return apply_overrides(config, overrides)
+
+
+def make_agent(
+    config: AgentConfig, task_name: str, store: SystemStore | str, **kwargs: Any
+) -> Agent:
+    """The agent of ``config``'s kind: a :class:`MultipathAgent` for a multipath preset
+    (``MultiVit*``), else a :class:`SinglepathAgent`; ``kwargs`` go to its constructor."""
+    if config.is_multipath:
+        from munet.agents.multipath import MultipathAgent
+
+        return MultipathAgent(config, task_name, store, **kwargs)
+    from munet.agents.singlepath import SinglepathAgent
+
+    return SinglepathAgent(config, task_name, store, **kwargs)
 
 
 def leaderboard_rows(store: SystemStore, agent_classes: Iterable[str] | None = None) -> list[dict]:
@@ -81,4 +99,9 @@ def record_row(record: dict) -> dict:
     }
     for key in ("test_quality", "score", "quality", "accounted_params", "flops", "num_cycles"):
         row[key] = metrics.get(key)
+    # A multipath path's subpaths: the agents and path ids it routes through.
+    subpaths = (record.get("hparams") or {}).get("paths") or {}
+    row["paths"] = " ".join(
+        f"{ref['agent_id']}:{ref['id']}" for _, ref in sorted(subpaths.items())
+    )
     return row

@@ -18,6 +18,12 @@ import sys
 DEFAULT_STATE_DIR = "state"
 
 
+AGENT_HELP = (
+    "agent preset: Vit, VitB, VitT3, VitCpu; multipath: MultiVit, MultiVitB, MultiVitT3, "
+    "MultiVitCpu"
+)
+
+
 def _add_common(parser: argparse.ArgumentParser, state_default: str = DEFAULT_STATE_DIR) -> None:
     parser.add_argument(
         "-d",
@@ -67,14 +73,14 @@ def _fail(message: object) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds `root`, `run`, `leaderboard` and `demo`."""
-    from munet.config import DEFAULT_DEMO_CYCLES, DEFAULT_DEMO_STATE_DIR
+    from munet.config import DEFAULT_DEMO_CYCLES, DEFAULT_DEMO_STATE_DIR, DEMO_MULTIPATH_TASKS
 
     root = subparsers.add_parser(
         "root",
         help="create the root model agents start from",
         description="Create the root model of an agent class in a state dir (once).",
     )
-    root.add_argument("--agent", required=True, help="agent preset: Vit, VitB, VitT3, VitCpu")
+    root.add_argument("--agent", required=True, help=AGENT_HELP)
     root.add_argument(
         "--root",
         default="random_init",
@@ -94,7 +100,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "cycles. Rerun with more cycles to continue."
         ),
     )
-    run.add_argument("--agent", required=True, help="agent preset: Vit, VitB, VitT3, VitCpu")
+    run.add_argument("--agent", required=True, help=AGENT_HELP)
     run.add_argument("--task", required=True, help="task name, e.g. digits, synth/shape, cifar10")
     run.add_argument("--cycles", type=int, required=True, help="total cycles to reach")
     _add_common(run)
@@ -117,8 +123,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="grow a small multitask system on the CPU (a few minutes)",
         description=(
             "From an empty state dir: a random-init VitCpu root model, then agents on digits "
-            "and three generated tasks, cycle by cycle; ends with the leaderboard. Rerunning "
-            "resumes."
+            "and three generated tasks, cycle by cycle; then multipath agents on the weakest "
+            "tasks; ends with the leaderboard and multipath vs singlepath. Rerunning resumes."
         ),
     )
     _add_common(demo, DEFAULT_DEMO_STATE_DIR)
@@ -129,6 +135,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=int,
         default=None,
         help="agents run in parallel processes (default: one per core); 1 prints every generation",
+    )
+    demo.add_argument(
+        "--multipath-tasks",
+        type=int,
+        default=DEMO_MULTIPATH_TASKS,
+        help="then MultiVitCpu agents on this many of the weakest tasks (0: skip the stage)",
     )
     _add_config(demo)
     _add_verbosity(demo)
@@ -151,8 +163,8 @@ def _root(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from munet.agents.runner import resolve_config
-    from munet.agents.singlepath import AgentError, SinglepathAgent
+    from munet.agents.reports import AgentError
+    from munet.agents.runner import make_agent, resolve_config
     from munet.config import ConfigError
     from munet.system import AgentLockedError, SystemStore
 
@@ -160,7 +172,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         store = SystemStore(args.state_dir)
         config = resolve_config(args.agent, args.overrides, store, args.task)
-        agent = SinglepathAgent(config, args.task, store, progress=args.progress, echo=print)
+        agent = make_agent(config, args.task, store, progress=args.progress, echo=print)
         report = agent.run(args.cycles)
     except (ConfigError, AgentError, AgentLockedError, ValueError, ImportError) as err:
         return _fail(err)
@@ -203,6 +215,7 @@ def _demo(args: argparse.Namespace) -> int:
             overrides=args.overrides,
             progress=args.progress,
             workers=args.workers,
+            multipath_tasks=args.multipath_tasks,
         )
     except (ConfigError, AgentError, AgentLockedError, ValueError) as err:
         return _fail(err)

@@ -2,6 +2,9 @@
 
 munet es influence [--plot out.png]   PES vs truncated ES/backprop on influence balancing
 munet es lr [--plot out.png]          learning an SGD learning rate on digits vs a grid
+
+Both take ``--devices N`` (or a list, ``--devices cuda:0,cuda:1`` / ``cpu,cpu``) to spread the
+PES and truncated-ES particles over several devices.
 """
 
 from __future__ import annotations
@@ -33,6 +36,36 @@ def _float_list(text: str) -> list[float]:
         ) from None
 
 
+def _device_spec(text: str) -> int | list[str]:
+    """``N`` (a count, resolved later) or a comma-separated device list."""
+    if text.strip().isdigit():
+        return int(text)
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected a device count or list, got {text!r}")
+    return names
+
+
+def _devices(args: argparse.Namespace) -> list[str] | None:
+    """The device list asked for, None for the single-device estimators.
+
+    Raises:
+        ValueError: for a device this machine lacks, or particles the devices do not divide.
+    """
+    if args.devices is None:
+        return None
+    from munet.es.devices import devices_for_count, resolve_devices
+
+    devices = devices_for_count(args.devices) if isinstance(args.devices, int) else args.devices
+    resolve_devices(devices)  # checked before anything runs
+    if args.particles % len(devices):
+        raise ValueError(
+            f"--particles {args.particles} does not split evenly over {len(devices)} devices; "
+            f"give a multiple of {len(devices)}"
+        )
+    return devices
+
+
 def _common(parser: argparse.ArgumentParser, estimators: str) -> None:
     parser.add_argument(
         "--estimators",
@@ -47,6 +80,19 @@ def _common(parser: argparse.ArgumentParser, estimators: str) -> None:
         type=int,
         default=1,
         help="torch CPU threads (default 1: the tensors are tiny, more threads only contend)",
+    )
+    parser.add_argument(
+        "--devices",
+        type=_device_spec,
+        metavar="N|LIST",
+        help="run pes and tes with their particles split over N devices (N CUDA devices, or "
+        "N CPU shards where there is no CUDA) or over a list such as cuda:0,cuda:1 or cpu,cpu "
+        "(a device may repeat); tbptt and full_es stay on one device",
+    )
+    parser.add_argument(
+        "--replicate-data",
+        action="store_true",
+        help="with --devices: every device trains on the same batches",
     )
 
 
@@ -95,6 +141,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     group.set_defaults(func=lambda args: group.print_help() or 2)
 
 
+def _say_devices(devices: list[str] | None, args: argparse.Namespace) -> None:
+    if devices is None:
+        return
+    data = "the same data on every device" if args.replicate_data else "separate data"
+    print(
+        f"pes/tes: {args.particles} particles over {len(devices)} devices "
+        f"({', '.join(devices)}), {data}"
+    )
+
+
 def _influence(args: argparse.Namespace) -> int:
     import torch
 
@@ -102,6 +158,8 @@ def _influence(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(args.threads)
     try:
+        devices = _devices(args)
+        _say_devices(devices, args)
         result = run_influence_balancing(
             estimators=args.estimators,
             steps=args.steps,
@@ -111,6 +169,8 @@ def _influence(args: argparse.Namespace) -> int:
             meta_lr=args.meta_lr,
             seed=args.seed,
             log_every=args.log_every,
+            devices=devices,
+            replicate_data=args.replicate_data,
         )
     except ValueError as error:  # bad settings: say which, no traceback
         print(f"error: {error}", file=sys.stderr)
@@ -136,6 +196,8 @@ def _learning_rate(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(args.threads)
     try:
+        devices = _devices(args)
+        _say_devices(devices, args)
         result = run_learning_rate(
             estimators=args.estimators,
             steps=args.steps,
@@ -151,6 +213,8 @@ def _learning_rate(args: argparse.Namespace) -> int:
             seed=args.seed,
             checkpoint_dir=args.checkpoint,
             log_every=args.log_every,
+            devices=devices,
+            replicate_data=args.replicate_data,
         )
     except ValueError as error:  # bad settings or a mismatched checkpoint: say which
         print(f"error: {error}", file=sys.stderr)

@@ -4,7 +4,8 @@ Three small pieces, as in learned_optimization: an ``InnerProblem`` (the unrolle
 vectorised over particles), a ``GradientEstimator`` (full-episode ES, truncated ES, truncated
 PES, truncated backprop; state is a frozen dataclass of tensors saved to safetensors + JSON) and
 the outer loop (``MetaTrainer`` with a ``MetaOptimizer``). The PES maths is the pure function
-``pes_gradient``.
+``pes_gradient``. ``MultiDeviceTruncatedPES`` / ``MultiDeviceTruncatedES`` spread the particles
+over several devices (the reference's ``TruncatedPESPMAP``).
 
 Example::
 
@@ -17,6 +18,7 @@ Example::
     print(trainer.theta, problem.true_optimum())  # both about -1/6
 """
 
+from munet.es.devices import devices_for_count, resolve_devices
 from munet.es.estimators import (
     ESTIMATORS,
     EstimatorOutput,
@@ -39,12 +41,20 @@ from munet.es.problems import (
     InfluenceBalancing,
     LinearQuadratic,
 )
+from munet.es.sharded import (
+    DeviceShard,
+    MultiDeviceTruncatedES,
+    MultiDeviceTruncatedPES,
+    ShardedState,
+    make_multi_device_estimator,
+)
 from munet.es.state_io import load_state, save_state
 from munet.es.unroll import UnrollResult, advance, staggered_start, unroll
 from munet.es.vmapped import VmappedProblem
 
 __all__ = [
     "ESTIMATORS",
+    "DeviceShard",
     "DigitsLearningRate",
     "ESGradient",
     "EpisodeMetrics",
@@ -59,7 +69,10 @@ __all__ = [
     "MetaOptimizer",
     "MetaTrainState",
     "MetaTrainer",
+    "MultiDeviceTruncatedES",
+    "MultiDeviceTruncatedPES",
     "PESState",
+    "ShardedState",
     "TruncatedBackprop",
     "TruncatedES",
     "TruncatedPES",
@@ -69,10 +82,13 @@ __all__ = [
     "advance",
     "antithetic_es_gradient",
     "check_theta",
+    "devices_for_count",
     "format_record",
     "load_state",
     "make_estimator",
+    "make_multi_device_estimator",
     "pes_gradient",
+    "resolve_devices",
     "sample_perturbations",
     "save_state",
     "staggered_start",

@@ -17,6 +17,7 @@ from munet.es.estimators import make_estimator
 from munet.es.outer import MetaOptimizer, MetaTrainer
 from munet.es.problems.digits_lr import DigitsLearningRate, EpisodeMetrics
 from munet.es.problems.influence_balancing import InfluenceBalancing
+from munet.es.sharded import MULTI_DEVICE_ESTIMATORS, make_multi_device_estimator
 
 Log = Callable[[str], None]
 
@@ -44,6 +45,30 @@ class LearningRateResult:
     grid: list[tuple[float, EpisodeMetrics]]
     runs: list[EstimatorRun]
     run_metrics: list[EpisodeMetrics] = field(default_factory=list)
+
+
+def _build(
+    name: str,
+    problem,
+    options: dict[str, Any],
+    devices: Sequence[str] | None,
+    replicate_data: bool,
+):
+    """The estimator ``name``; ``pes`` and ``tes`` spread over ``devices`` when given (the
+    others have no multi-device form and run on one device)."""
+    if devices is None or name not in MULTI_DEVICE_ESTIMATORS:
+        return make_estimator(name, problem, **options)
+    options = dict(options)
+    num_particles = options.pop("num_particles")
+    return make_multi_device_estimator(
+        name, problem, devices, num_particles, replicate_data=replicate_data, **options
+    )
+
+
+def _close(estimator) -> None:
+    close = getattr(estimator, "close", None)
+    if close is not None:
+        close()  # a multi-device estimator's worker threads
 
 
 def _train(
@@ -85,12 +110,15 @@ def run_influence_balancing(
     seed: int = 3,
     log: Log = print,
     log_every: int = 0,
+    devices: Sequence[str] | None = None,
+    replicate_data: bool = False,
 ) -> InfluenceResult:
     """The PES paper's influence-balancing experiment (defaults from its script: K=1,
     N=1000 particles, std 0.1, SGD with lr 1e-4, 3000 steps, theta from 0.5).
 
     ``final_metric`` of each run is the loss after a 500-step unroll from the initial state
-    at the final theta (the paper's "long unroll loss").
+    at the final theta (the paper's "long unroll loss"). With ``devices``, ``pes`` and ``tes``
+    split their ``num_particles`` evenly over them (``MultiDeviceTruncatedPES``/``ES``).
     """
     problem = InfluenceBalancing()
     runs = []
@@ -102,9 +130,10 @@ def run_influence_balancing(
             options.update(num_particles=num_particles, std=std)
         if name == "full_es":
             options = {"num_particles": num_particles, "std": std, "horizon": 100}
-        estimator = make_estimator(name, problem, **options)
+        estimator = _build(name, problem, options, devices, replicate_data)
         trainer = MetaTrainer(estimator, MetaOptimizer("sgd", lr=meta_lr), seed=seed)
         trainer.run(steps, log_every=log_every, log=log)
+        _close(estimator)
         label = name if name == "full_es" else f"{name} (K={truncation_length})"
         runs.append(
             EstimatorRun(
@@ -139,13 +168,17 @@ def run_learning_rate(
     checkpoint_dir: str | Path | None = None,
     log: Log = print,
     log_every: int = 0,
+    devices: Sequence[str] | None = None,
+    replicate_data: bool = False,
 ) -> LearningRateResult:
     """Learns a log10 learning rate (schedule) for SGD on digits and compares it with a grid.
 
     Every fixed rate of ``grid`` and every estimator's final theta is scored by
     ``DigitsLearningRate.episode_metrics`` over ``eval_runs`` fresh networks (seed 12345, so all
     are scored on the same networks and batches). With ``checkpoint_dir`` each estimator's run
-    is saved to ``checkpoint_dir/NAME`` and resumed from there when run again.
+    is saved to ``checkpoint_dir/NAME`` and resumed from there when run again (on any device
+    list: the saved state does not depend on it). With ``devices``, ``pes`` and ``tes`` split
+    their particles evenly over them; ``replicate_data`` gives every device the same batches.
     """
     problem = DigitsLearningRate(
         episode_length=episode_length, num_knots=num_knots, initial_log10_lr=initial_log10_lr
@@ -166,12 +199,13 @@ def run_learning_rate(
             options.update(
                 truncation_length=truncation_length, random_initial_offset=episode_length
             )
-        estimator = make_estimator(name, problem, **options)
+        estimator = _build(name, problem, options, devices, replicate_data)
         checkpoint = None if checkpoint_dir is None else Path(checkpoint_dir) / name
         trainer = _trainer(estimator, MetaOptimizer("adam", lr=meta_lr), seed, checkpoint, log)
         # Equal inner-step budgets: a full-episode estimate costs episode/K truncations.
         budget = steps if name != "full_es" else max(1, steps * truncation_length // episode_length)
         _train(trainer, budget, log, log_every, checkpoint)
+        _close(estimator)
         metrics = problem.episode_metrics(trainer.theta, eval_runs, scoring_seed)
         run_metrics.append(metrics)
         label = name if name == "full_es" else f"{name} (K={truncation_length})"

@@ -26,6 +26,7 @@ COLUMNS = (
     "parent_id",
     "parent_agent_id",
     "num_cycles",
+    "paths",
     "components",
 )
 # The text table leaves out the long component list (CSV and JSON keep it).
@@ -41,8 +42,9 @@ class PathLike(Protocol):
     parent: Any
 
 
-def path_row(path: PathLike, components: str = "") -> dict[str, Any]:
-    """A leaderboard row of one path (missing metrics are None)."""
+def path_row(path: PathLike, components: str = "", paths: str = "") -> dict[str, Any]:
+    """A leaderboard row of one path (missing metrics are None); ``paths`` lists a multipath
+    path's subpaths (``agent:id`` separated by spaces)."""
     metrics = path.metrics
     return {
         "agent_id": path.agent_id,
@@ -56,6 +58,7 @@ def path_row(path: PathLike, components: str = "") -> dict[str, Any]:
         "parent_id": path.parent.id if path.parent is not None else -1,
         "parent_agent_id": path.parent.agent_id if path.parent is not None else None,
         "num_cycles": metrics.get("num_cycles"),
+        "paths": paths,
         "components": components,
     }
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -94,10 +94,21 @@ class TrainStats:
     steps: int = 0
 
 
-def _train_step(candidate: TrainCandidate, images: torch.Tensor, labels: torch.Tensor) -> None:
+Images = torch.Tensor | Mapping[int, torch.Tensor]
+
+
+def to_device(images: Images, device: torch.device) -> Images:
+    """Moves a batch's images to ``device``: one tensor, or {image size: tensor} for models
+    that read several sizes at once (multipath)."""
+    if isinstance(images, torch.Tensor):
+        return images.to(device, non_blocking=True)
+    return {size: tensor.to(device, non_blocking=True) for size, tensor in images.items()}
+
+
+def _train_step(candidate: TrainCandidate, images: Images, labels: torch.Tensor) -> None:
     if candidate.failure is not None:
         return
-    images = images.to(candidate.device, non_blocking=True)
+    images = to_device(images, candidate.device)
     labels = labels.to(candidate.device, non_blocking=True)
     candidate.optimizer.zero_grad()
     logits = candidate.model(images)
@@ -120,7 +131,7 @@ def evaluate_accuracy(
     total = 0
     for images, labels in batches:
         labels = labels.to(device, non_blocking=True)
-        logits = model(images.to(device, non_blocking=True))
+        logits = model(to_device(images, device))
         correct += (logits.argmax(dim=-1) == labels).sum()
         total += int(labels.shape[0])
     if total == 0:
@@ -129,19 +140,19 @@ def evaluate_accuracy(
 
 
 def rebatch(
-    batches: Iterable[tuple[torch.Tensor, torch.Tensor]], size: int
-) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    batches: Iterable[tuple[Images, torch.Tensor]], size: int
+) -> list[tuple[Images, torch.Tensor]]:
     """Concatenates consecutive (images, labels) batches into batches of ``size`` examples (the
     last may be smaller); evaluation is exact whatever the batching, and faster in big ones."""
-    out: list[tuple[torch.Tensor, torch.Tensor]] = []
-    images: list[torch.Tensor] = []
+    out: list[tuple[Images, torch.Tensor]] = []
+    images: list[Images] = []
     labels: list[torch.Tensor] = []
     count = 0
 
     def flush() -> None:
         nonlocal count
         if images:
-            out.append((torch.cat(images), torch.cat(labels)))
+            out.append((_cat_images(images), torch.cat(labels)))
             images.clear()
             labels.clear()
             count = 0
@@ -150,7 +161,7 @@ def rebatch(
         start = 0
         while start < len(batch_labels):
             take = min(size - count, len(batch_labels) - start)
-            images.append(batch_images[start : start + take])
+            images.append(_slice_images(batch_images, start, start + take))
             labels.append(batch_labels[start : start + take])
             count += take
             start += take
@@ -158,6 +169,18 @@ def rebatch(
                 flush()
     flush()
     return out
+
+
+def _slice_images(images: Images, start: int, stop: int) -> Images:
+    if isinstance(images, torch.Tensor):
+        return images[start:stop]
+    return {size: tensor[start:stop] for size, tensor in images.items()}
+
+
+def _cat_images(parts: Sequence[Images]) -> Images:
+    if isinstance(parts[0], torch.Tensor):
+        return torch.cat(parts)  # type: ignore[arg-type]
+    return {size: torch.cat([part[size] for part in parts]) for size in parts[0]}
 
 
 def _validate(

@@ -116,6 +116,9 @@ def test_demo_runs_and_resumes(tmp_path, capsys, workers):
     out = capsys.readouterr().out
     assert "VitCpu~synth~color" in out and "State: " in out
     assert "shares components of:" in out
+    # The multipath stage on the weakest tasks, compared with singlepath.
+    assert "multipath stage: MultiVitCpu on" in out
+    assert out.count("beat singlepath") == 2 and "MultiVitCpu~digits" in out
     if workers == "1":
         assert "generation [2/2]" in out  # Every generation's summary, in this process.
     else:

@@ -47,3 +47,47 @@ def test_bad_settings_are_reported_without_a_traceback(capsys):
 def test_es_without_a_problem_prints_help(capsys):
     assert main(["es"]) == 2
     assert "influence" in capsys.readouterr().out
+
+
+def _result_lines(out):
+    return [line for line in out.splitlines() if line.startswith(("pes", "tes", "true"))]
+
+
+def test_influence_on_several_devices_prints_what_one_device_does(capsys, monkeypatch):
+    monkeypatch.setattr("munet.es.devices._cuda_count", lambda: 0)  # --devices 2: CPU shards
+    args = ["es", "influence", "--steps", "40", "--particles", "40", "--estimators", "pes,tes"]
+    assert main(args) == 0
+    single = capsys.readouterr().out
+    assert main(args + ["--devices", "2"]) == 0
+    multi = capsys.readouterr().out
+    assert "pes/tes: 40 particles over 2 devices (cpu, cpu), separate data" in multi
+    assert _result_lines(multi)[1:] == _result_lines(single) and len(_result_lines(single)) == 3
+
+
+def test_lr_on_devices_saves_and_resumes_on_another_device_list(tmp_path, capsys):
+    args = [
+        "es", "lr", "--episode-length", "10", "--truncation-length", "5", "--particles", "6",
+        "--grid=-1", "--eval-runs", "2", "--estimators", "pes,tes", "--replicate-data",
+        "--checkpoint", str(tmp_path / "runs"),
+    ]  # fmt: skip
+    assert main(args + ["--steps", "2", "--devices", "cpu,cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "6 particles over 2 devices (cpu, cpu), the same data on every device" in out
+    assert "pes (K=5)" in out and "tes (K=5)" in out
+    assert main(args + ["--steps", "3", "--devices", "cpu,cpu,cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "[pes] resumed from" in out and "[tes] resumed from" in out
+
+
+def test_bad_device_settings_are_reported_without_a_traceback(capsys, monkeypatch):
+    monkeypatch.setattr("munet.es.devices._cuda_count", lambda: 0)
+    base = ["es", "influence", "--steps", "1", "--particles", "10"]
+    assert main(base + ["--devices", "cuda:0,cuda:0"]) == 2
+    assert "device 'cuda:0' asked for, but this machine has no CUDA device" in (
+        capsys.readouterr().err
+    )
+    assert main(base + ["--devices", "3"]) == 2
+    assert "--particles 10 does not split evenly over 3 devices" in capsys.readouterr().err
+    monkeypatch.setattr("munet.es.devices._cuda_count", lambda: 2)
+    assert main(base + ["--devices", "4"]) == 2
+    assert "4 devices asked for, this machine has 2 CUDA device(s)" in capsys.readouterr().err

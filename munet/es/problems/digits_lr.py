@@ -115,7 +115,7 @@ class DigitsLearningRate(InnerProblem):
         position = progress.clamp(0, 1) * (self.num_knots - 1)  # (P,)
         left = position.floor().long().clamp(max=self.num_knots - 2)
         weight = position - left.to(theta.dtype)
-        rows = torch.arange(theta.shape[0])
+        rows = torch.arange(theta.shape[0], device=theta.device)
         return (1 - weight) * theta[rows, left] + weight * theta[rows, left + 1]
 
     def forward(self, state: InnerState, x: torch.Tensor):

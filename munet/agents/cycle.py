@@ -1,0 +1,555 @@
+"""The agent cycle, once for every kind of agent (seed 000: ``run_cycles``, ``agent_cycle``,
+``train_loop``, ``run_test_eval``).
+
+An agent evolves paths for one task. A run is a sequence of cycles; each cycle runs
+``ceil(num_samples_per_cycle / devices)`` generations, and each generation:
+
+1. samples the dataset hparams (``ds_*``) shared by the generation from the agent's best path
+   (mutated; defaults for a new task);
+2. samples one child per device (the policy of the agent kind: :class:`SinglepathAgent`,
+   :class:`MultipathAgent`), then completes the generation's dataset hparams from the children
+   (a multipath generation reads every image size its subpaths need);
+3. trains the children side by side with periodic validation, keeping each child's
+   best-scoring parameters; a child joins the population only if it beats its parent's score
+   (-inf when the parent belongs to another agent);
+4. prunes the population and commits the agent's state.
+
+At the end of a cycle the best path is test-evaluated, becomes the agent's only path, its
+components get the agent's train lock, and the end-of-cycle state is committed (and published
+to other agents, with every path it wraps). Killing the process loses at most the generation in
+flight: a rerun resumes from the last committed state, mid-cycle too, and a rerun with more
+cycles continues.
+
+Every random decision uses a generator seeded from (config seed, agent, cycle, generation), so
+on CPU a run is reproducible, and a resumed generation replays the decisions of the interrupted
+one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import time
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from munet.agents.devices import local_devices
+from munet.agents.mutation import MutationDecision, MutationPolicy, mutate_hparams
+from munet.agents.reports import (
+    AgentError,
+    GenerationReport,
+    ImmutabilityError,
+    RunReport,
+    log_level,
+)
+from munet.config import DATASET_HPARAMS_PREFIX, AgentConfig
+from munet.system import Path, Population, ScorerDecay, SystemStore, format_agent_id
+from munet.system.component import AnyComponent
+from munet.training.loop import (
+    TrainCandidate,
+    TrainStats,
+    evaluate_accuracy,
+    rebatch,
+    train_candidates,
+)
+from munet.training.optim import make_optimizer
+
+log = logging.getLogger("munet.agents")
+
+ROOT_TASK_PREFIX = "root_model/"
+
+Tensors = dict[str, torch.Tensor]
+
+
+def stable_seed(*parts: Any) -> int:
+    """A seed that depends only on ``parts`` (not on Python's hash randomisation)."""
+    return zlib.crc32(":".join(str(p) for p in parts).encode())
+
+
+@dataclass
+class BuiltModel:
+    """A path's model on one device.
+
+    Attributes:
+        model: images -> logits (B, C); images are a tensor, or {image size: tensor}.
+        trainable: {component name: {tensor name: leaf tensor}} of the trainable components
+            (empty when built for evaluation).
+    """
+
+    model: Callable[[Any], torch.Tensor]
+    trainable: dict[str, Tensors]
+
+
+def device_tensors(
+    component: AnyComponent, device: torch.device, trainable: bool
+) -> Tensors:
+    """The component's tensors on ``device``: fresh leaves that require grad when trainable
+    (the path's own copy to train), else the stored tensors moved (never written)."""
+    if trainable:
+        return {
+            n: t.detach().to(device, copy=True).requires_grad_(True)
+            for n, t in component.tensors.items()
+        }
+    return {n: t.to(device) for n, t in component.tensors.items()}
+
+
+class Agent:
+    """Evolves paths for one task in a system state dir; subclasses say how a path is sampled
+    and how its model is built (the seed's ``Vit`` / ``MultiVit`` class hierarchy).
+
+    Args:
+        config: the agent config (a preset, possibly overridden); its ``name`` is the agent
+            class in the agent id.
+        task_name: the task (``digits``, ``synth/shape``, a TFDS name, ...).
+        store: the system state (a ``SystemStore`` or a state dir).
+        devices: devices to train on (default: every local GPU, else the CPU).
+        progress: show training progress bars on stderr (None: when stderr is a terminal).
+        echo: where the per-generation summaries go (default: the ``munet.agents`` logger).
+
+    Raises:
+        AgentError: a root-model pseudo task (use :func:`create_root_model`).
+        ValueError: an unknown task (from munet.tasks, listing the known ones).
+    """
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        task_name: str,
+        store: SystemStore | str,
+        *,
+        devices: Sequence[torch.device] | None = None,
+        progress: bool | None = None,
+        echo: Callable[[str], None] | None = None,
+    ) -> None:
+        from munet.tasks import get_task
+
+        self.config = config.validate()
+        if task_name.startswith(ROOT_TASK_PREFIX):
+            raise AgentError(self._root_task_message(task_name))
+        self.task_name = task_name
+        self.agent_id = format_agent_id(config.name, task_name)
+        self.store = store if isinstance(store, SystemStore) else SystemStore(str(store))
+        self.task = get_task(
+            task_name,
+            batch_size=config.batch_size,
+            num_train_examples_between_validations_max=(
+                config.num_train_examples_between_validations_max
+            ),
+            num_validation_examples_max=config.num_validation_examples_max,
+            seed=config.seed,
+        )
+        self.devices = list(devices) if devices else local_devices(config.max_devices)
+        self.progress = progress
+        self.echo = echo or log.info
+        self.policy = MutationPolicy.from_config(config)
+
+    # The policy: what an agent kind defines ---------------------------------------------------
+    def agent_classes_to_load(self) -> list[str]:
+        """Agent classes whose published states this agent reads (its own state always)."""
+        raise NotImplementedError
+
+    def check_population(self, population: Population) -> None:
+        """Raises AgentError when the loaded system cannot feed this agent (before any work)."""
+        raise NotImplementedError
+
+    def sample_path(
+        self,
+        population: Population,
+        ds_hparams: dict[str, Any],
+        rng: random.Random,
+        seed_parts: tuple = (),
+    ) -> Path:
+        """Samples one child of the generation (registered in ``population``)."""
+        raise NotImplementedError
+
+    def finalize_ds_hparams(
+        self, ds_hparams: dict[str, Any], paths: Sequence[Path]
+    ) -> dict[str, Any]:
+        """The dataset hparams the generation's batches are made with, once its paths are
+        sampled (default: as sampled)."""
+        return ds_hparams
+
+    def build_model(self, path: Path, device: torch.device, train: bool) -> BuiltModel:
+        """The path's model on ``device``; with ``train``, its trainable components are
+        fresh leaves that require grad (frozen ones never do)."""
+        raise NotImplementedError
+
+    def path_flops(self, path: Path) -> float:
+        """Forward FLOPs of one example through the path's model."""
+        raise NotImplementedError
+
+    def describe_path(self, path: Path) -> str:
+        """A short description of a path's architecture for the summaries."""
+        return ""
+
+    def _root_task_message(self, task_name: str) -> str:
+        return f"{task_name!r} is a root model, not a task: create it with `munet root`"
+
+    # Population -----------------------------------------------------------------------------
+    def _scorer(self) -> ScorerDecay:
+        scorer = self.config.scorer
+        return ScorerDecay(
+            scale_factor=scorer.scale_factor,
+            base_accounted_params=scorer.base_accounted_params,
+            base_flops=scorer.base_flops,
+            flops_fn=self.path_flops,
+        )
+
+    def _load(self, announce: bool = True) -> tuple[Population, int, int]:
+        loaded = self.store.load(
+            self.agent_id,
+            self.agent_classes_to_load(),
+            scorer=self._scorer(),
+            max_task_population_size=self.config.max_task_population_size,
+        )
+        population = loaded.population
+        self.check_population(population)
+        if announce and loaded.state is not None:
+            self.echo(
+                f"{self.agent_id}: continuing from state {loaded.state.name} "
+                f"(cycle {loaded.cycle}, generation {loaded.generation})"
+            )
+        return population, loaded.cycle, loaded.generation
+
+    def _score(self, population: Population, path: Path) -> float:
+        score = population.score(path)
+        return float("-inf") if score is None else score
+
+    # The run --------------------------------------------------------------------------------
+    @property
+    def num_generations(self) -> int:
+        """Generations per cycle: ``ceil(num_samples_per_cycle / devices)``."""
+        return math.ceil(self.config.num_samples_per_cycle / len(self.devices))
+
+    def run(self, num_cycles: int, planned_cycles: int | None = None) -> RunReport:
+        """Runs cycles until ``num_cycles`` are complete (resuming from the committed state).
+
+        Other agents' published paths are re-read at the start of every cycle.
+
+        Args:
+            num_cycles: total completed cycles to reach.
+            planned_cycles: the total shown in progress messages, when the caller runs the
+                agent in several steps (default ``num_cycles``).
+
+        Raises:
+            AgentError: the system cannot feed this agent (no root model; for a multipath
+                agent, no state of its task's singlepath agent).
+            munet.system.AgentLockedError: another process runs this agent.
+        """
+        if num_cycles < 0:
+            raise ValueError(f"num_cycles must be >= 0, got {num_cycles}")
+        reports: list[GenerationReport] = []
+        best: Path | None = None
+        cycle = 0
+        if self.config.num_threads > 0:
+            torch.set_num_threads(self.config.num_threads)
+        with self.store.lock(self.agent_id):
+            first_load = True
+            while True:
+                population, cycle, generation = self._load(announce=first_load)
+                first_load = False
+                best = population.get_best_path()
+                if cycle >= num_cycles:
+                    break
+                total = planned_cycles or num_cycles
+                self.echo(f"==== {self.agent_id}: cycle [{cycle + 1}/{total}]")
+                population.start_cycle()
+                best = self._run_cycle(population, cycle, generation, reports)
+                population.end_cycle()
+                save_start = time.perf_counter()
+                self.store.save_state(population, cycle + 1, 0, self.config.to_dict())
+                if reports:
+                    reports[-1].save += time.perf_counter() - save_start
+                    reports[-1].wall += time.perf_counter() - save_start
+                self.echo(
+                    f"{self.agent_id}: cycle {cycle + 1} done; best path {best.full_id} "
+                    f"test quality {best.metrics.get('test_quality', float('nan')):.4f}"
+                )
+        return RunReport(self.agent_id, cycle, reports, best)
+
+    def _run_cycle(
+        self,
+        population: Population,
+        cycle: int,
+        first_generation: int,
+        reports: list[GenerationReport],
+    ) -> Path:
+        best = population.get_best_path()
+        if self.config.test_immutability and best is not None:
+            self.run_test_eval(best, test_immutability=True)
+        for generation in range(first_generation, self.num_generations):
+            report = self._run_generation(population, cycle, generation)
+            reports.append(report)
+            current = population.get_best_path()
+            if current is not best:
+                if best is not None and self._score(population, current) < self._score(
+                    population, best
+                ):
+                    raise RuntimeError("the best path got worse: pruning removed a better path")
+                best = current
+                best.metrics["new_best"] = True
+                self.echo(self._best_summary(population, best))
+            if generation + 1 < self.num_generations:
+                save_start = time.perf_counter()
+                self.store.save_state(population, cycle, generation + 1, self.config.to_dict())
+                report.save = time.perf_counter() - save_start
+                report.wall += report.save
+        if best is None or best not in population.own_paths:
+            raise AgentError(
+                f"{self.agent_id}: no path of this cycle beat its parent and the agent has no "
+                "path yet; train longer (num_validations_per_path_training) or sample more "
+                "(num_samples_per_cycle)"
+            )
+        self.run_test_eval(best)
+        return best
+
+    def _run_generation(
+        self, population: Population, cycle: int, generation: int
+    ) -> GenerationReport:
+        start = time.perf_counter()
+        rng = random.Random(f"{self.config.seed}:{self.agent_id}:{cycle}:{generation}")
+        self.echo(f"---- generation [{generation + 1}/{self.num_generations}]")
+        ds_hparams, ds_decisions = self.sample_ds_hparams(population, rng)
+        ds_hparams["num_classes"] = self.task.num_classes
+        for decision in ds_decisions:
+            log.log(log_level(decision.fired), "generation ds hparams: %s", decision.describe())
+        paths = []
+        for device_index in range(len(self.devices)):
+            path = self.sample_path(
+                population, ds_hparams, rng, seed_parts=(cycle, generation, device_index)
+            )
+            path.metrics["cycle_id"] = cycle
+            path.metrics["generation_id"] = generation
+            paths.append(path)
+        data_hparams = self.finalize_ds_hparams(ds_hparams, paths)
+        report = GenerationReport(cycle, generation, paths)
+        report.sample = time.perf_counter() - start
+        report.train = self.train_paths(
+            population,
+            paths,
+            stable_seed(self.config.seed, self.agent_id, cycle, generation, "data"),
+            data_hparams,
+        )
+        for path in paths:
+            if path.metrics["improved"]:
+                population.add_path(path)
+        population.prune_population()
+        report.wall = time.perf_counter() - start
+        for line in self._generation_summary(population, paths, report):
+            self.echo(line)
+        return report
+
+    def sample_ds_hparams(
+        self, population: Population, rng: random.Random
+    ) -> tuple[dict[str, Any], list[MutationDecision]]:
+        """The generation's shared dataset hparams: defaults, overwritten by the best path's
+        values (and their mutation probabilities), then mutated.
+
+        Returns:
+            The ds hparams and the mutation decisions taken.
+        """
+        prefix = DATASET_HPARAMS_PREFIX
+        ds_hparams = {k: v for k, v in self.config.hparams_defaults.items() if k.startswith(prefix)}
+        best = population.get_best_path()
+        if best is None:
+            return ds_hparams, []
+        ds_hparams.update({k: best.hparams[k] for k in ds_hparams if k in best.hparams})
+        ds_hparams.update(
+            {k: v for k, v in best.hparams.items() if k.startswith(f"_mu_|hp:{prefix}")}
+        )
+        return mutate_hparams(ds_hparams, self.policy, rng)
+
+    # Training -------------------------------------------------------------------------------
+    def train_paths(
+        self,
+        population: Population,
+        paths: list[Path],
+        data_seed: int,
+        data_hparams: dict[str, Any] | None = None,
+    ) -> TrainStats:
+        """Trains the generation's paths side by side (one per device) and records their
+        metrics; improved paths get their best parameters back.
+
+        Args:
+            population: the agent's population (scores the paths).
+            paths: the generation's children, one per device.
+            data_seed: seed of the train batches' order and augmentation.
+            data_hparams: the generation's dataset hparams (default: the first path's).
+        """
+        candidates = []
+        trainables: list[dict[str, Tensors]] = []
+        for path, device in zip(paths, self.devices, strict=False):
+            built = self.build_model(path, device, train=True)
+            flat = [t for tensors in built.trainable.values() for t in tensors.values()]
+            optimizer = make_optimizer(
+                flat,
+                path.hparams,
+                self.task.num_train_batches_between_validations,
+                self.config.num_validations_per_path_training,
+            )
+            parent = path.parent
+            same_agent = parent is not None and parent.agent_id == self.agent_id
+            threshold = self._score(population, parent) if same_agent else float("-inf")
+            # The score to beat, for the audit (None: first path of this agent in the lineage).
+            path.metrics["parent_score"] = threshold if same_agent else None
+
+            def score_of_quality(quality: float, path: Path = path) -> float:
+                path.metrics["quality"] = quality
+                return self._score(population, path)
+
+            candidates.append(
+                TrainCandidate(
+                    label=path.full_id,
+                    model=built.model,
+                    trainable=flat,
+                    optimizer=optimizer,
+                    score_of_quality=score_of_quality,
+                    threshold=threshold,
+                    device=device,
+                )
+            )
+            trainables.append(built.trainable)
+        hparams = data_hparams if data_hparams is not None else paths[0].hparams
+        stats = train_candidates(
+            candidates,
+            _pairs(self.task.train_batches(hparams, seed=data_seed)),
+            self._eval_batches(self.task.validation_batches(hparams)),
+            self.task.num_train_batches_between_validations,
+            self.config.num_validations_per_path_training,
+            progress=self.progress,
+        )
+        for path, candidate, trainable in zip(paths, candidates, trainables, strict=True):
+            self._record_training(population, path, candidate, trainable, stats)
+        return stats
+
+    def _record_training(
+        self,
+        population: Population,
+        path: Path,
+        candidate: TrainCandidate,
+        trainable: dict[str, Tensors],
+        stats: TrainStats,
+    ) -> None:
+        metrics = path.metrics
+        metrics["time_train_first_step"] = stats.first_step
+        metrics["time_train"] = stats.train
+        metrics["time_eval"] = stats.eval
+        metrics["num_params"] = path.num_params()
+        metrics["num_trainable_params"] = sum(
+            t.numel() for tensors in trainable.values() for t in tensors.values()
+        )
+        metrics["evals"] = json.dumps([float(q) for q in candidate.evals])
+        metrics["quality"] = candidate.quality
+        metrics["improved"] = candidate.improved
+        if candidate.failure is not None:
+            metrics["failure"] = candidate.failure
+        if candidate.improved:
+            path.update_trainable(
+                {
+                    name: {n: t.detach().to("cpu") for n, t in tensors.items()}
+                    for name, tensors in trainable.items()
+                }
+            )
+            if candidate.best_quality != candidate.quality:
+                raise RuntimeError(
+                    f"path {path.full_id}: best-scoring quality {candidate.best_quality} "
+                    f"is not its best quality {candidate.quality}"
+                )
+        population.score(path)
+
+    def _eval_batches(self, batches: Iterable[Any]) -> list[tuple[Any, torch.Tensor]]:
+        size = self.config.eval_batch_size or self.config.batch_size
+        return rebatch(((b.images, b.labels) for b in batches), size)
+
+    # Test evaluation ------------------------------------------------------------------------
+    def run_test_eval(self, path: Path, test_immutability: bool = False) -> float:
+        """Evaluates ``path`` on the test split and stores ``test_quality`` (skipped when it is
+        already known, unless checking immutability).
+
+        Raises:
+            ImmutabilityError: with ``test_immutability``, the recomputed test quality differs
+                from the stored one by more than ``immutability_rtol``.
+        """
+        known = path.metrics.get("test_quality")
+        has_known = known is not None and not math.isnan(float(known))
+        if has_known and not test_immutability:
+            return float(known)
+        start = time.perf_counter()
+        device = self.devices[0]
+        model = self.build_model(path, device, train=False).model
+        quality = evaluate_accuracy(
+            model, self._eval_batches(self.task.test_batches(path.hparams)), device
+        )
+        if has_known:
+            delta = quality - float(known)
+            self.echo(f"immutability of {path.full_id}: {float(known):.6f} ~= {quality:.6f}")
+            if not math.isclose(quality, float(known), rel_tol=self.config.immutability_rtol):
+                raise ImmutabilityError(
+                    f"path {path.full_id}: test quality {quality:.6f} differs from the published "
+                    f"{float(known):.6f} by {delta:+.6f} (relative tolerance "
+                    f"{self.config.immutability_rtol})"
+                )
+        path.metrics["test_quality"] = quality
+        self.echo(
+            f"{path.full_id}: test quality {quality:.4f} ({time.perf_counter() - start:.1f}s)"
+        )
+        return quality
+
+    # Summaries ------------------------------------------------------------------------------
+    def _best_summary(self, population: Population, best: Path) -> str:
+        return (
+            f"new best {best.full_id}: score {self._score(population, best):.4f} "
+            f"quality {best.metrics['quality']:.4f} generation {best.metrics.get('generation_id')} "
+            f"{self.describe_path(best)} lr {best.hparams.get('opt_lr')}"
+        )
+
+    def _generation_summary(
+        self, population: Population, paths: list[Path], report: GenerationReport
+    ) -> list[str]:
+        lines = []
+        for path in paths:
+            parent = path.parent
+            if parent is not None and parent.task_name == path.task_name:
+                tag = "" if parent.agent_id == self.agent_id else "A"
+                parent_quality = f"{parent.metrics.get('quality', float('nan')):.4f}{tag}"
+                parent_score = f"{self._score(population, parent):.4f}{tag}"
+            else:
+                parent_quality = parent_score = "NEW"
+            verdict = "admitted" if path.metrics.get("improved") else "dropped"
+            if "failure" in path.metrics:
+                verdict = f"dropped ({path.metrics['failure']})"
+            lines.append(
+                f"  path {path.id} <- {parent.full_id if parent else '-'}  "
+                f"quality {parent_quality} -> {path.metrics.get('quality', float('nan')):.4f}  "
+                f"score {parent_score} -> {self._score(population, path):.4f}  {verdict}"
+            )
+            lines.append(f"    components: {path.metrics.get('reuse', '')}")
+        stats = report.train
+        lines.append(
+            f"  time: sample {report.sample:.2f}s  first step {stats.first_step:.2f}s  "
+            f"train {stats.train:.2f}s  eval {stats.eval:.2f}s  total {report.wall:.2f}s"
+        )
+        return lines
+
+
+def _pairs(batches: Iterator[Any]) -> Iterator[tuple[Any, torch.Tensor]]:
+    for batch in batches:
+        yield batch.images, batch.labels
+
+
+__all__ = [
+    "Agent",
+    "AgentError",
+    "BuiltModel",
+    "GenerationReport",
+    "ImmutabilityError",
+    "RunReport",
+    "device_tensors",
+    "stable_seed",
+]

@@ -1,0 +1,357 @@
+"""The multipath agent's policy (seed 000: ``MultiVit``, ``sample_path``,
+``finalize_ds_hparams``, ``get_paths_to_publish``, ``MultiVitModel``).
+
+A multipath path combines ``path_0``, a path of the same task's singlepath agent, with 1-2
+headless paths of other tasks' singlepath agents through a router and one connector per extra
+path (munet.models.multipath). The subpaths are whole frozen paths; only the router and the
+connectors train. Sampling a child, with every random draw in this order:
+
+1. ``path_0``: uniformly among the paths of the task's singlepath agent (drawn afresh for every
+   child; a multipath parent's own ``path_0`` is never inherited);
+2. the parent: decay selection over the agent's own paths; when none is selected, ``path_0``
+   itself, with hparams from the agent's best path, else the defaults;
+3. hparams: the parent's with ``paths`` reset, mutated as in singlepath (``num_paths``,
+   ``router_lr_mult``, ``opt_*``, ``ds_*``, ``_mu_``), then the generation's ``ds_*`` values;
+4. ``path_1 ..``: the parent's subpath in that slot when it has one, else uniformly among the
+   paths of the other singlepath agents of the class (not one already used by this child, not
+   a ``~1k`` task; the root model qualifies); a path of another task runs headless.
+
+Router and connectors are cloned from the immediate parent when it holds a component of that
+name and shape, else initialised as the seed does. The child's ``ds_image_size`` is the list
+of its subpaths' image sizes, and the generation's batches carry every size its children need.
+
+Where munet differs from the seed (docs/agents.md): random draws among paths use a canonical
+order (by agent id, then path id), so a resumed generation replays the same draws whatever
+order the states were read in; with fewer eligible agents than ``num_paths`` needs, the child
+uses the paths there are (at least two) and says so, where the seed crashes.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import random
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from munet.agents.cycle import Agent, BuiltModel, device_tensors
+from munet.agents.mutation import mutate_hparams
+from munet.agents.path_cache import PathOutputCache, augmentation_active
+from munet.agents.reports import AgentError, log_level
+from munet.agents.reuse import component_shapes_of
+from munet.agents.selection import decay_selection
+from munet.agents.singlepath import assemble_vit, model_arch
+from munet.models.multipath import (
+    ROUTER,
+    MultipathVit,
+    count_multipath_flops,
+    head_adapter_name,
+    init_head_adapter,
+    init_router,
+)
+from munet.system import Component, Path, Population, format_agent_id
+from munet.system.component import PathComponent
+
+log = logging.getLogger("munet.agents")
+
+MAIN_PATH = "path_0"
+# VTAB-1k tasks are left out of the subpaths drawn at random (the seed's rule).
+EXCLUDED_TASK_SUFFIX = "~1k"
+
+
+def slot_name(index: int) -> str:
+    """``path_{index}``: the component slot of a multipath model's ``index``-th path."""
+    return f"path_{index}"
+
+
+def canonical(paths: Sequence[Path]) -> list[Path]:
+    """Paths in a fixed order (agent id, then path id) for random draws."""
+    return sorted(paths, key=lambda p: (p.agent_id, p.id))
+
+
+def subpath_refs(path: Path) -> dict[str, str]:
+    """{slot: full id of the subpath} of a multipath path (empty for a singlepath one)."""
+    return {
+        slot: f"{ref['agent_id']}:{ref['id']}"
+        for slot, ref in (path.hparams.get("paths") or {}).items()
+    }
+
+
+class _CachedPath:
+    """A frozen assembled ViT whose calls go through the agent's path-output cache."""
+
+    def __init__(self, model: Any, cached: Any) -> None:
+        self.arch = model.arch
+        self.image_size = model.image_size
+        self._cached = cached
+
+    def __call__(self, images: torch.Tensor) -> torch.Tensor:
+        return self._cached(images)
+
+
+class MultipathAgent(Agent):
+    """Evolves multipath models for one task over the paths grown by singlepath agents (the
+    seed's ``MultiVit`` family). See :class:`munet.agents.cycle.Agent` for the arguments.
+
+    Raises:
+        AgentError: a root-model task (root models belong to the singlepath class).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Frozen subpaths' outputs, reused across the steps and generations of this agent.
+        self.path_outputs = PathOutputCache(self.config.path_output_cache_mb * 2**20)
+
+    @property
+    def singlepath_class(self) -> str:
+        return self.config.singlepath_agent
+
+    @property
+    def main_agent_id(self) -> str:
+        """The agent id of the same task's singlepath agent (where ``path_0`` comes from)."""
+        return format_agent_id(self.singlepath_class, self.task_name)
+
+    def _root_task_message(self, task_name: str) -> str:
+        return (
+            f"{task_name!r} is a root model: root models belong to the singlepath agent class; "
+            f"create it with `munet root --agent {self.config.singlepath_agent}`"
+        )
+
+    # The policy -----------------------------------------------------------------------------
+    def agent_classes_to_load(self) -> list[str]:
+        """The singlepath class only (not other multipath agents); the agent's own state is
+        always read, so the subpaths it published stay available after their agents drop
+        them."""
+        return [self.singlepath_class]
+
+    def check_population(self, population: Population) -> None:
+        if not population.paths.get(self.main_agent_id):
+            raise AgentError(
+                f"{self.agent_id} combines paths of {self.main_agent_id}, which has no "
+                f"state in {self.store.root} yet: run `munet run --agent "
+                f"{self.singlepath_class} --task {self.task_name} --cycles 1 "
+                f"--state-dir {self.store.root}` first"
+            )
+
+    def finalize_ds_hparams(
+        self, ds_hparams: dict[str, Any], paths: Sequence[Path]
+    ) -> dict[str, Any]:
+        """Every image size the generation's children read (each size once)."""
+        sizes = sorted({int(s) for path in paths for s in path.hparams["ds_image_size"]})
+        return {**ds_hparams, "ds_image_size": sizes}
+
+    def path_flops(self, path: Path) -> float:
+        subpaths = path.hparams["paths"]
+        return float(
+            count_multipath_flops(
+                [
+                    (model_arch(self.config, ref["hparams"]), int(ref["hparams"]["ds_image_size"]))
+                    for ref in subpaths.values()
+                ]
+            )
+        )
+
+    def describe_path(self, path: Path) -> str:
+        refs = subpath_refs(path)
+        return f"paths {', '.join(refs[k] for k in sorted(refs))}"
+
+    def build_model(self, path: Path, device: torch.device, train: bool) -> BuiltModel:
+        subpaths = path.hparams["paths"]
+        slots = [slot_name(i) for i in range(len(subpaths))]
+        # Training without augmentation shows the same images every epoch: reuse the frozen
+        # subpaths' outputs (never for evaluations that must replay exactly).
+        reuse = train and device.type == "cpu" and not augmentation_active(path.hparams)
+        models: list[Any] = []
+        for slot in slots:
+            wrapped = path.component(slot)
+            if not isinstance(wrapped, PathComponent):
+                raise ValueError(f"path {path.full_id}: component {slot} is not a wrapped path")
+            hparams = subpaths[slot]["hparams"]
+            model, _ = assemble_vit(self.config, wrapped.path, device, train=False, hparams=hparams)
+            if reuse:
+                key = (wrapped.path.full_id, int(hparams.get("num_classes", 0)), model.image_size)
+                model = _CachedPath(model, self.path_outputs.wrap(key, model))
+            models.append(model)
+        trainable: dict[str, dict[str, torch.Tensor]] = {}
+        own: dict[str, dict[str, torch.Tensor]] = {}
+        for name in [ROUTER, *(head_adapter_name(i) for i in range(1, len(slots)))]:
+            component = path.component(name)
+            learn = train and component.is_trainable()
+            own[name] = device_tensors(component, device, learn)
+            if learn:
+                trainable[name] = own[name]
+        model = MultipathVit(
+            models,
+            own[ROUTER],
+            [own[head_adapter_name(i)] for i in range(1, len(slots))],
+            float(path.hparams["router_lr_mult"]),
+        )
+        return BuiltModel(model, trainable)
+
+    # Sampling -------------------------------------------------------------------------------
+    def sample_path(
+        self,
+        population: Population,
+        ds_hparams: dict[str, Any],
+        rng: random.Random,
+        seed_parts: tuple = (),
+    ) -> Path:
+        """Samples one multipath child (see the module docstring for the rules and the order
+        of the random draws); the decisions are logged and kept in its ``mutations`` metric."""
+        lines: list[str] = []
+        selected: dict[str, Path] = {}
+        selected[MAIN_PATH] = rng.choice(canonical(population.paths[self.main_agent_id]))
+        lines.append(f"{MAIN_PATH} drawn from {self.main_agent_id}: {selected[MAIN_PATH].full_id}")
+
+        parent, decay_log = decay_selection(
+            population.own_paths,
+            lambda p: self._score(population, p),
+            lambda p: p.metrics.get("offsprings", 0),
+            rng,
+            label=lambda p: p.full_id,
+        )
+        for line in decay_log:
+            log.debug("%s: %s", self.agent_id, line)
+        if parent is not None:
+            parent.metrics["offsprings"] = parent.metrics.get("offsprings", 0) + 1
+            hparams = copy.deepcopy(parent.hparams)
+            lines.append(f"parent {parent.full_id} selected")
+        else:
+            parent = selected[MAIN_PATH]
+            best = population.get_best_path()
+            source = best.hparams if best is not None else self.config.hparams_defaults
+            hparams = copy.deepcopy(source)
+            origin = f"the best path {best.full_id}" if best is not None else "the defaults"
+            lines.append(f"parent is {MAIN_PATH} {parent.full_id}; hparams from {origin}")
+        hparams["paths"] = {}
+        hparams, decisions = mutate_hparams(hparams, self.policy, rng)
+        # The generation's shared dataset hparams (and num_classes) win.
+        hparams.update(ds_hparams)
+
+        lines += self._select_subpaths(population, hparams, parent, selected, rng)
+        hparams["num_paths"] = len(selected)
+        hparams["paths"] = {
+            slot: {
+                "agent_id": sub.agent_id,
+                "id": sub.id,
+                "hparams": copy.deepcopy(sub.hparams),
+            }
+            for slot, sub in selected.items()
+        }
+        for slot, sub in selected.items():
+            if sub.task_name != self.task_name:
+                hparams["paths"][slot]["hparams"]["num_classes"] = 0  # Headless.
+            elif slot != MAIN_PATH:
+                raise AgentError(f"{slot} {sub.full_id} is a path of this agent's own task")
+        hparams["ds_image_size"] = sorted(
+            {int(ref["hparams"]["ds_image_size"]) for ref in hparams["paths"].values()}
+        )
+
+        components, reuse = self._components(population, hparams, parent, selected)
+        path = population.new_path(hparams, components, parent)
+        for line in lines:
+            log.info("path %s: %s", path.full_id, line)
+        for decision in decisions:
+            log.log(log_level(decision.fired), "path %s: %s", path.full_id, decision.describe())
+        fired = [d.describe() for d in decisions if d.fired]
+        path.metrics["mutations"] = [*lines, *fired]
+        path.metrics["reuse"] = reuse
+        return path
+
+    def _select_subpaths(
+        self,
+        population: Population,
+        hparams: dict[str, Any],
+        parent: Path,
+        selected: dict[str, Path],
+        rng: random.Random,
+    ) -> list[str]:
+        """Fills ``selected`` with ``path_1 ..`` (in place); returns the log lines."""
+        lines = []
+        parent_refs = parent.hparams.get("paths") or {}
+        wanted = int(hparams["num_paths"])
+        for index in range(1, wanted):
+            slot = slot_name(index)
+            ref = parent_refs.get(slot)
+            if ref is not None:
+                try:
+                    selected[slot] = population.get_path(ref["agent_id"], int(ref["id"]))
+                    lines.append(f"{slot} from the parent: {selected[slot].full_id}")
+                    continue
+                except KeyError:
+                    lines.append(
+                        f"{slot}: the parent's {ref['agent_id']}:{ref['id']} is not loaded; "
+                        "drawing another"
+                    )
+            used = {p.agent_id for p in selected.values()}
+            eligible = canonical(
+                [
+                    p
+                    for agent_id, paths in population.paths.items()
+                    if agent_id not in used
+                    and agent_id.startswith(f"{self.singlepath_class}~")
+                    and not agent_id.endswith(EXCLUDED_TASK_SUFFIX)
+                    for p in paths
+                ]
+            )
+            if not eligible:
+                if len(selected) >= 2:
+                    lines.append(
+                        f"num_paths {wanted} wanted but no other {self.singlepath_class} agent "
+                        f"has paths: using {len(selected)} paths"
+                    )
+                    break
+                raise AgentError(
+                    f"{self.agent_id} needs paths of another {self.singlepath_class} agent "
+                    f"besides {self.main_agent_id} (or its root model); the system at "
+                    f"{self.store.root} has none: run `munet root --agent "
+                    f"{self.singlepath_class}` or a {self.singlepath_class} agent on another task"
+                )
+            selected[slot] = rng.choice(eligible)
+            lines.append(f"{slot} drawn at random: {selected[slot].full_id}")
+        return lines
+
+    def _components(
+        self,
+        population: Population,
+        hparams: dict[str, Any],
+        parent: Path,
+        selected: dict[str, Path],
+    ) -> tuple[list[Any], str]:
+        """The child's components in model order (path_0, router, then each path and its
+        connector) and a summary of where the router and connectors came from."""
+        num_classes = int(hparams["num_classes"])
+        parent_components = {c.name: c for c in parent.components}
+        slots = list(selected)
+        wanted: dict[str, dict[str, torch.Tensor]] = {
+            ROUTER: init_router(
+                len(slots), num_classes, float(hparams["router_init_main_path_weight"])
+            )
+        }
+        for index in range(1, len(slots)):
+            width = model_arch(self.config, hparams["paths"][slot_name(index)]["hparams"]).width
+            wanted[head_adapter_name(index)] = init_head_adapter(width, num_classes)
+
+        made: dict[str, Component] = {}
+        cloned, fresh = [], []
+        for name, init in wanted.items():
+            source = parent_components.get(name)
+            shapes = {n: tuple(t.shape) for n, t in init.items()}
+            if isinstance(source, Component) and component_shapes_of(source) == shapes:
+                made[name] = population.clone_component(source)
+                cloned.append(name)
+            else:
+                made[name] = population.new_component(name, init)
+                fresh.append(name)
+        components: list[Any] = [PathComponent(MAIN_PATH, selected[MAIN_PATH]), made[ROUTER]]
+        for index in range(1, len(slots)):
+            slot = slot_name(index)
+            components += [PathComponent(slot, selected[slot]), made[head_adapter_name(index)]]
+        groups = [f"{slot}: {sub.full_id}" for slot, sub in selected.items()]
+        if cloned:
+            groups.append(f"cloned from {parent.full_id}: {', '.join(cloned)}")
+        if fresh:
+            groups.append(f"fresh: {', '.join(fresh)}")
+        return components, "; ".join(groups)
