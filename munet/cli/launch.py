@@ -3,7 +3,7 @@
     munet launch --agent VitCpu --tasks digits,synth/shape,synth/count --cycles 2 -d state/c
     munet launch --agent VitT3 --tasks cifar10,cifar100,dtd --cycles 8 -d s3://bucket/system \\
         --ray-address auto --gpus-per-agent 1 --cpus-per-agent 8
-    munet launch --agent VitCpu --tasks digits --agent MultiVitCpu --tasks digits \\
+    munet launch --agent VitCpu --tasks digits,synth/shape --agent MultiVitCpu --tasks digits \\
         --cpus-per-agent 1 --cpus-per-agent 2 --cycles 4 -d state/c     # mixed presets
 """
 
@@ -59,8 +59,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--root",
         choices=["none", "random_init"],
         default="none",
-        help="random_init: create a random-init root model for each singlepath preset that "
-        "has none (default: none, as made by `munet root`)",
+        help="random_init: create a random-init root model for each singlepath class of the "
+        "launch that has none (default: none; create it with `munet root`)",
     )
     parser.add_argument(
         "--max-retries", type=int, default=3, help="reruns of an agent whose worker died"
@@ -81,6 +81,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "AWS_ACCESS_KEY_ID when the nodes have no credentials of their own",
     )
     _add_config(parser)
+    parser.add_argument(
+        "--agent-set",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("PRESET", "KEY=VALUE"),
+        help="override a config value of one preset's agents only (repeatable), after --set",
+    )
     parser.set_defaults(func=_launch)
 
 
@@ -97,7 +105,13 @@ def _launch(args: argparse.Namespace) -> int:
     logger.setLevel(logging.WARNING)
     logger.propagate = False
     try:
-        specs = agent_specs(args.agents, args.tasks, args.cpus_per_agent, args.gpus_per_agent)
+        specs = agent_specs(
+            args.agents,
+            args.tasks,
+            args.cpus_per_agent,
+            args.gpus_per_agent,
+            [tuple(pair) for pair in args.agent_set],
+        )
         if args.root == "random_init":
             _create_roots(specs, args)
         result = launch(
@@ -123,12 +137,20 @@ def _launch(args: argparse.Namespace) -> int:
 
 
 def _create_roots(specs, args: argparse.Namespace) -> None:
+    """A random-init root model for each singlepath class of the launch (a multipath preset's
+    singlepath class included) that has none."""
     from munet.agents.root import create_root_model
     from munet.agents.runner import resolve_config
 
-    for agent_class in dict.fromkeys(s.agent_class for s in specs):
-        if agent_class.startswith("Multi"):
-            continue  # Multipath agents start from their singlepath class's states.
-        config = resolve_config(agent_class, args.overrides)
-        path = create_root_model(config, args.state_dir, "random_init")
+    group_overrides = {s.agent_class: list(s.overrides) for s in specs}
+    classes = []
+    for agent_class in group_overrides:
+        config = resolve_config(agent_class, [*args.overrides, *group_overrides[agent_class]])
+        if getattr(config, "is_multipath", False):
+            agent_class = config.singlepath_agent  # multipath agents have no root of their own
+        if agent_class not in classes:
+            classes.append(agent_class)
+    for agent_class in classes:
+        overrides = [*args.overrides, *group_overrides.get(agent_class, [])]
+        path = create_root_model(resolve_config(agent_class, overrides), args.state_dir)
         print(f"root model {path.full_id} in {args.state_dir}")

@@ -108,6 +108,32 @@ def _task_body(
     return run_agent(agent_class, task, state_dir, cycles, overrides, send, lease_tag, lease_ttl)
 
 
+def _overrides(spec: AgentSpec, overrides: Sequence[str]) -> list[str]:
+    """The launch-wide overrides, then the agent's own."""
+    return [*overrides, *spec.overrides]
+
+
+def _multipath_dependencies(specs, configs, store) -> dict[str, str]:
+    """Multipath agent id -> the singlepath agent of this launch it must wait for.
+
+    A multipath agent combines paths of its task's singlepath agent, so it cannot start before
+    that agent committed a cycle; when that agent is part of the launch and has none yet, the
+    multipath agent is submitted once it has (so it holds no resources while waiting).
+    """
+    from munet.system import format_agent_id
+
+    ids = {s.agent_id for s in specs}
+    waits = {}
+    for spec in specs:
+        config = configs[spec.agent_id]
+        if not getattr(config, "is_multipath", False):
+            continue
+        main = format_agent_id(config.singlepath_agent, spec.task)
+        if main in ids and store.latest_state(main, end_of_cycle=True) is None:
+            waits[spec.agent_id] = main
+    return waits
+
+
 @dataclass
 class LaunchResult:
     """What a launch did.
@@ -180,8 +206,10 @@ def launch(
     if len(set(ids)) != len(ids):
         raise ValueError(f"an agent is given twice: {ids}")
     store = SystemStore(state_dir)
-    for spec in specs:  # Bad presets and overrides fail here, before any worker starts.
-        resolve_config(spec.agent_class, overrides, store, spec.task)
+    # Bad presets and overrides fail here, before any worker starts.
+    configs = {s.agent_id: resolve_config(s.agent_class, _overrides(s, overrides), store, s.task)
+               for s in specs}
+    waits_for = _multipath_dependencies(specs, configs, store)
     missing = [name for name in env_names if name not in os.environ]
     if missing:
         raise ValueError(f"--env {', '.join(missing)}: not set in this environment")
@@ -197,7 +225,8 @@ def launch(
         remote = ray.remote(_task_body)
         launch_id = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
         pending: dict[Any, AgentSpec] = {}
-        for spec in specs:
+
+        def submit(spec: AgentSpec) -> None:
             options: dict[str, Any] = {
                 "num_cpus": spec.num_cpus,
                 "num_gpus": spec.num_gpus,
@@ -212,16 +241,29 @@ def launch(
                 spec.task,
                 state_dir,
                 cycles,
-                list(overrides),
+                _overrides(spec, overrides),
                 queue,
                 launch_id,
                 lease_ttl,
             )
             pending[ref] = spec
+
+        deferred = {s.agent_id: s for s in specs if s.agent_id in waits_for}
+        for spec in specs:
+            if spec.agent_id not in deferred:
+                submit(spec)
         echo(
             f"launched {len(specs)} agents for {cycles} cycles on Ray "
             f"({ray_address or 'local instance'}); state: {state_dir}"
         )
+        for agent_id, main in waits_for.items():
+            echo(f"[{agent_id}] starts once {main} has finished a cycle")
+
+        def release_waiting(main_agent_id: str) -> None:
+            """Submit the multipath agents that waited for this singlepath agent."""
+            for agent_id in [a for a, m in waits_for.items() if m == main_agent_id]:
+                del waits_for[agent_id]
+                submit(deferred.pop(agent_id))
 
         def drain() -> None:
             while True:
@@ -233,13 +275,16 @@ def launch(
                     return
                 for event in events:
                     result.events.append(event)
+                    echo(format_event(event))
+                    if event.get("kind") == "cycle":
+                        release_waiting(event["agent_id"])
                     if on_event is not None:
                         on_event(event)
-                    echo(format_event(event))
 
         def collect(ready: list[Any]) -> None:
             for ref in ready:
                 spec = pending.pop(ref)
+                release_waiting(spec.agent_id)  # finished or failed: waiting is over
                 try:
                     summary = ray.get(ref)
                 except (ray.exceptions.TaskCancelledError, KeyboardInterrupt):
@@ -257,7 +302,11 @@ def launch(
                 echo(format_event({"kind": "finished", **summary}))
 
         try:
-            while pending:
+            while pending or deferred:
+                if not pending:  # Only waiting agents left (their dependency is gone).
+                    for agent_id in list(waits_for):
+                        release_waiting(waits_for[agent_id])
+                    continue
                 ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.25)
                 drain()
                 collect(ready)
@@ -265,6 +314,10 @@ def launch(
         except KeyboardInterrupt:
             result.interrupted = True
             echo("interrupted: stopping the agents (their committed states are kept) ...")
+            for spec in deferred.values():
+                result.failures[spec.agent_id] = "not started (interrupted)"
+            deferred.clear()
+            waits_for.clear()
             for ref in pending:
                 ray.cancel(ref)
             deadline = time.monotonic() + stop_timeout

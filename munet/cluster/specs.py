@@ -17,12 +17,14 @@ class AgentSpec:
         task: the task name.
         num_cpus: CPUs Ray reserves for it.
         num_gpus: GPUs Ray reserves for it (fractions share a GPU).
+        overrides: ``key=value`` config overrides of this agent (after the launch-wide ones).
     """
 
     agent_class: str
     task: str
     num_cpus: float = 1.0
     num_gpus: float = 0.0
+    overrides: tuple[str, ...] = ()
 
     @property
     def agent_id(self) -> str:
@@ -48,6 +50,7 @@ def agent_specs(
     tasks: Sequence[str],
     cpus_per_agent: Sequence[float] | None = None,
     gpus_per_agent: Sequence[float] | None = None,
+    preset_overrides: Sequence[tuple[str, str]] = (),
 ) -> list[AgentSpec]:
     """The agents of `--agent A --tasks t1,t2 [--agent B --tasks t3 ...]`.
 
@@ -59,6 +62,8 @@ def agent_specs(
         tasks: comma-separated task lists, one per group.
         cpus_per_agent: CPUs per agent (one value, or one per group; default 1).
         gpus_per_agent: GPUs per agent (one value, or one per group; default 0).
+        preset_overrides: ``(preset, "key=value")`` overrides for the agents of one preset
+            (``--agent-set PRESET KEY=VALUE``).
 
     Returns:
         One spec per (preset, task), in the order given, without duplicates.
@@ -74,6 +79,12 @@ def agent_specs(
             f"got {len(agents)} --agent and {len(tasks)} --tasks: each --agent needs its own "
             "--tasks (e.g. --agent VitCpu --tasks digits,synth/shape)"
         )
+    unknown = sorted({preset for preset, _ in preset_overrides} - set(agents))
+    if unknown:
+        raise ValueError(
+            f"--agent-set for {', '.join(unknown)}: not an --agent of this launch "
+            f"({', '.join(dict.fromkeys(agents))})"
+        )
     cpus = _per_group(cpus_per_agent, len(agents), "--cpus-per-agent", 1.0)
     gpus = _per_group(gpus_per_agent, len(agents), "--gpus-per-agent", 0.0)
     specs: list[AgentSpec] = []
@@ -87,7 +98,8 @@ def agent_specs(
                 f"--agent {agent}: resources must be >= 0 (cpus {num_cpus}, gpus {num_gpus})"
             )
         for task in names:
-            spec = AgentSpec(agent, task, float(num_cpus), float(num_gpus))
+            own = tuple(o for preset, o in preset_overrides if preset == agent)
+            spec = AgentSpec(agent, task, float(num_cpus), float(num_gpus), own)
             if spec.agent_id in seen:
                 raise ValueError(f"agent {spec.agent_id} is given twice")
             seen.add(spec.agent_id)

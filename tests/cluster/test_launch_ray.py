@@ -31,20 +31,29 @@ def _verify(state_dir: str, agents: list[str], cycles: int) -> None:
 
 
 def _launch_command(state_dir, cycles, overrides):
-    sets = [arg for o in overrides for arg in ("--set", o)]
+    # Architecture overrides are the singlepath preset's (multipath hparams differ).
+    shared = [o for o in overrides if "num_layers" not in o and "ds_image_size" not in o]
+    own = [o for o in overrides if o not in shared]
+    sets = [arg for o in shared for arg in ("--set", o)]
+    agent_sets = [arg for o in own for arg in ("--agent-set", "VitCpu", o)]
     return [sys.executable, "-m", "munet", "launch", "--agent", "VitCpu", "--tasks",
-            ",".join(TASKS), "--cycles", str(cycles), "-d", state_dir, "--num-cpus", "2",
-            "--root", "random_init", *sets]
+            ",".join(TASKS), "--agent", "MultiVitCpu", "--tasks", "synth/shape",
+            "--cycles", str(cycles), "-d", state_dir, "--num-cpus", "2",
+            "--root", "random_init", *sets, *agent_sets]
 
 
-def test_cli_launch_on_a_local_dir(tmp_path, tiny_overrides):
+def test_cli_launch_of_mixed_presets_on_a_local_dir(tmp_path, tiny_overrides):
     state_dir = str(tmp_path / "state")
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     done = subprocess.run(_launch_command(state_dir, 2, tiny_overrides), env=env,
-                          capture_output=True, text=True, timeout=420)
+                          capture_output=True, text=True, timeout=540)
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
-    agents = [f"VitCpu~{t.replace('/', '~')}" for t in TASKS]
+    agents = [f"VitCpu~{t.replace('/', '~')}" for t in TASKS] + ["MultiVitCpu~synth~shape"]
+    # The multipath agent starts once its singlepath agent published a cycle.
+    assert "[MultiVitCpu~synth~shape] starts once VitCpu~synth~shape has finished a cycle" in out
+    assert out.index("[VitCpu~synth~shape] cycle 1 done") < out.index(
+        "[MultiVitCpu~synth~shape] started")
     for agent_id in agents:
         # One line per finished generation (one per cycle here) and per cycle, per agent.
         assert len(re.findall(rf"\[{agent_id}\] cycle \d generation 1 done", out)) == 2, out

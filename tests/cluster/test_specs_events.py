@@ -19,6 +19,26 @@ def test_agent_groups_with_resources_once_or_per_group():
     assert specs[1].agent_id == "VitCpu~synth~shape"
 
 
+def test_per_preset_overrides_and_multipath_dependencies(tmp_path):
+    from munet.agents.runner import resolve_config
+    from munet.cluster.launch import _multipath_dependencies
+    from munet.system import SystemStore
+
+    specs = agent_specs(["VitCpu", "MultiVitCpu"], ["digits,synth/shape", "digits,synth/count"],
+                        preset_overrides=[("VitCpu", "num_layers=1")])
+    assert specs[0].overrides == ("num_layers=1",) and specs[2].overrides == ()
+    configs = {s.agent_id: resolve_config(s.agent_class, s.overrides) for s in specs}
+    # MultiVitCpu~digits waits for VitCpu~digits (in the launch, no state yet);
+    # MultiVitCpu~synth~count has no singlepath agent in the launch: it starts (and says why
+    # it cannot run, if the store has no such state).
+    store = SystemStore(str(tmp_path))
+    assert _multipath_dependencies(specs, configs, store) == {
+        "MultiVitCpu~digits": "VitCpu~digits"
+    }
+    with pytest.raises(ValueError, match="--agent-set for VitT3: not an --agent"):
+        agent_specs(["VitCpu"], ["digits"], preset_overrides=[("VitT3", "seed=1")])
+
+
 @pytest.mark.parametrize(
     ("agents", "tasks", "cpus", "message"),
     [
