@@ -25,7 +25,7 @@ from munet.system.errors import AgentLockedError
 
 try:
     import fcntl
-except ImportError:  # Not POSIX (Windows): fall back to the owner-file lock.
+except ImportError:  # Not POSIX (Windows): fall back to the lease.
     fcntl = None  # type: ignore[assignment]
 from munet.system.fs import LocalFS, StateFS
 from munet.system.lease import AgentLease
