@@ -15,17 +15,6 @@ from typing import Any
 from munet.cluster.events import Event, ReportingStore, process_fields
 
 
-def make_agent(config, task: str, store, echo: Callable[[str], None]):
-    """The agent for a config: the agents package's factory when it has one (multipath
-    presets), else the singlepath agent."""
-    import munet.agents as agents
-
-    factory = getattr(agents, "make_agent", None)
-    if factory is not None:
-        return factory(config, task, store, progress=False, echo=echo)
-    return agents.SinglepathAgent(config, task, store, progress=False, echo=echo)
-
-
 def run_agent(
     agent_class: str,
     task: str,
@@ -51,12 +40,13 @@ def run_agent(
     Returns:
         A summary: agent id, cycles, best path and its qualities, seconds, host and pid.
     """
-    from munet.agents.runner import resolve_config
+    from munet.agents.runner import make_agent, resolve_config
 
     start = time.perf_counter()
     store = ReportingStore(state_dir, send, lease_tag=lease_tag, lease_ttl=lease_ttl)
     config = resolve_config(agent_class, overrides, store, task)
-    agent = make_agent(config, task, store, echo=lambda _line: None)
+    # The agent's own summaries are not needed: the store reports each commit.
+    agent = make_agent(config, task, store, progress=False, echo=lambda _line: None)
     latest = store.latest_state(agent.agent_id)
     send(
         {
