@@ -45,6 +45,12 @@ class StateFS(ABC):
     def exists(self, path: str) -> bool:
         """Whether a file or directory exists."""
 
+    def dirs_with_file(self, path: str, filename: str) -> list[str]:
+        """Names of the subdirectories of `path` that hold a file `filename`."""
+        return [
+            name for name in self.listdir(path) if self.exists(self.join(path, name, filename))
+        ]
+
     @abstractmethod
     def makedirs(self, path: str) -> None:
         """Create a directory and its parents (no error if it exists)."""
@@ -205,6 +211,25 @@ class FsspecFS(StateFS):
         self._forget(path)
         return self.fs.exists(path)
 
+    def dirs_with_file(self, path: str, filename: str) -> list[str]:
+        # One recursive listing (object stores page through keys, 1,000 per request) instead
+        # of an existence check per subdirectory.
+        self._forget(path)
+        try:
+            files = self.fs.find(path)
+        except FileNotFoundError:
+            return []
+        base = path.rstrip("/") + "/"
+        found = set()
+        for file in files:
+            file = file.lstrip("/") if not base.startswith("/") else file
+            if not file.startswith(base):
+                continue
+            parts = file[len(base) :].split("/")
+            if len(parts) == 2 and parts[1] == filename:
+                found.add(parts[0])
+        return sorted(found)
+
     def makedirs(self, path: str) -> None:
         self.fs.makedirs(path, exist_ok=True)
 
@@ -307,6 +332,10 @@ class InstrumentedFS(StateFS):
     def exists(self, path: str) -> bool:
         self._request("exists")
         return self.inner.exists(path)
+
+    def dirs_with_file(self, path: str, filename: str) -> list[str]:
+        self._request("find")
+        return self.inner.dirs_with_file(path, filename)
 
     def makedirs(self, path: str) -> None:
         self._request("makedirs")

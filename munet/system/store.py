@@ -214,15 +214,17 @@ class SystemStore:
     def list_states(self, agent_id: str) -> list[StateRef]:
         """The agent's committed states, oldest first."""
         agent_dir = self.agent_dir(agent_id)
+        if self.fs.atomic_rename:
+            names = self.fs.listdir(agent_dir)
+        else:
+            # Manifest-last commits: only folders holding a manifest count, found with one
+            # listing (on an object store, not one request per state).
+            names = self.fs.dirs_with_file(agent_dir, MANIFEST)
         states = []
-        for name in self.fs.listdir(agent_dir):
+        for name in names:
             m = _STATE_DIR.match(name)
             if m is None:
                 continue
-            if not self.fs.atomic_rename and not self.fs.exists(
-                self.fs.join(agent_dir, name, MANIFEST)
-            ):
-                continue  # Manifest-last commit not finished.
             states.append(StateRef(agent_id, int(m.group(1)), int(m.group(2))))
         return sorted(states, key=lambda s: (s.cycle, s.generation))
 

@@ -45,6 +45,18 @@ def test_round_trip_and_verify_on_s3(s3_url):
     assert loaded.config == {"k": 1}
 
 
+def test_listing_states_is_one_request_however_many_cycles(s3_url):
+    store = SystemStore(s3_url)
+    population = _population("Vit~a", [2])
+    with store.lock("Vit~a"):
+        for cycle in range(1, 6):
+            store.save_state(population, cycle, 0)
+    counted = InstrumentedFS(store.fs)
+    reader = SystemStore(s3_url.removeprefix("s3://"), fs=counted)
+    assert [s.cycle for s in reader.list_states("Vit~a")] == [1, 2, 3, 4, 5]
+    assert counted.requests == {"find": 1}
+
+
 def test_one_component_is_a_ranged_read_not_the_whole_shard(s3_url):
     big = [256] * 8  # eight 256 KiB components in one shard
     SystemStore(s3_url).lock("Vit~a").__enter__()  # a writer that never releases (lease)
