@@ -1,12 +1,16 @@
 """Benchmark the overhead of running an agent through Ray instead of as a plain process.
 
 The same tiny VitCpu agent (synth/shape, `--cycles` cycles, a few train steps per path) runs
-from a fresh state dir either as a plain `python -m munet run` process (baseline: interpreter
-start, imports, the run) or as one Ray task through `munet.cluster.launch` on a local Ray that
-is already up (worker start, imports, the run, progress events), interleaved over `--rounds`
-rounds. Ray's own start-up (`ray.init` of a local instance) is timed once, apart.
+from a fresh state dir, interleaved over `--rounds` rounds:
 
-Prints the median wall time of each and `ratio:` lines (Ray / plain).
+- as a plain `python -m munet run` process (interpreter start, imports, the run);
+- in this process (`munet.cluster.run_agent`, imports done: the run alone, the baseline for
+  Ray's per-task cost);
+- as one Ray task through `munet.cluster.launch` on a local Ray that is already up (the first
+  task starts a worker and imports torch; later ones reuse the warm worker).
+
+Ray's own start-up (`ray.init` of a local instance) is timed once, apart. Prints medians and
+`ratio:` lines.
 
 Run: `python benchmarks/cluster_overhead.py` (needs munet[ray]; a few minutes on 2 cores).
 """
@@ -70,6 +74,14 @@ def run_ray(state: str, cycles: int) -> float:
     return time.perf_counter() - start
 
 
+def run_in_process(state: str, cycles: int) -> float:
+    from munet.cluster import run_agent
+
+    start = time.perf_counter()
+    run_agent("VitCpu", TASK, state, cycles, OVERRIDES, lambda _event: None)
+    return time.perf_counter() - start
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -80,18 +92,23 @@ def main(argv: list[str] | None = None) -> None:
     start = time.perf_counter()
     init_ray(num_cpus=1)
     ray_start = time.perf_counter() - start
-    plain, ray_times = [], []
+    plain, inproc, ray_times = [], [], []
     with tempfile.TemporaryDirectory(prefix="munet-overhead-") as base:
+        cold = run_ray(_fresh_state(base, "ray-cold"), args.cycles)
         for r in range(args.rounds):
             plain.append(run_plain(_fresh_state(base, f"plain{r}"), args.cycles))
+            inproc.append(run_in_process(_fresh_state(base, f"inproc{r}"), args.cycles))
             ray_times.append(run_ray(_fresh_state(base, f"ray{r}"), args.cycles))
-            print(f"round {r}: plain {plain[-1]:.1f}s  ray {ray_times[-1]:.1f}s")
-    p, q = statistics.median(plain), statistics.median(ray_times)
-    print(f"local Ray start-up (once per launch): {ray_start:.1f}s")
-    print(f"one agent, {args.cycles} cycles: plain process {p:.1f}s, Ray task {q:.1f}s "
-          f"(medians of {args.rounds})")
-    print(f"ratio: Ray task / plain process: {q / p:.2f}")
-    print(f"ratio: (Ray start-up + Ray task) / plain process: {(ray_start + q) / p:.2f}")
+            print(f"round {r}: plain process {plain[-1]:.1f}s  in process {inproc[-1]:.1f}s  "
+                  f"Ray task {ray_times[-1]:.1f}s")
+    p, i, q = (statistics.median(x) for x in (plain, inproc, ray_times))
+    print(f"local Ray start-up (once per launch): {ray_start:.1f}s; first Ray task (cold "
+          f"worker): {cold:.1f}s")
+    print(f"one agent, {args.cycles} cycles, medians of {args.rounds}: plain process {p:.1f}s, "
+          f"in process {i:.1f}s, Ray task (warm worker) {q:.1f}s")
+    print(f"ratio: Ray task (warm worker) / in-process run: {q / i:.2f}")
+    print(f"ratio: Ray task (cold worker) / plain process: {cold / p:.2f}")
+    print(f"ratio: (Ray start-up + cold Ray task) / plain process: {(ray_start + cold) / p:.2f}")
 
 
 if __name__ == "__main__":
