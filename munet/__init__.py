@@ -49,6 +49,7 @@ _EXPORTS: dict[str, str] = {
     "load_checkpoint": "munet.models",
     "count_flops": "munet.models",
     "count_params": "munet.models",
+    "load_exported": "munet.models.export",
     # tasks
     "get_task": "munet.tasks",
     "Task": "munet.tasks",

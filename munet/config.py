@@ -80,6 +80,11 @@ class AgentConfig:
         num_threads: CPU threads of the process's PyTorch ops, set when the agent runs (0:
             PyTorch's default). Tiny models run best on one thread: splitting their small
             matrix products costs more than it saves, and far more on a busy machine.
+        data: the source a named task reads (``munet run --task flowers --data
+            folder:/data/flowers``), stored with every state so a rerun, a resume or another
+            reader of the state dir needs no ``--data``; empty for munet's own task names.
+        data_split: the split rule of ``data`` (``"default"``: the seed's 5% slices of train
+            for the splits the data lacks; see ``munet.tasks.SPLIT_RULES``).
         singlepath_agent: empty for a singlepath agent; for a multipath agent, the singlepath
             agent class whose paths it combines (``VitT3`` for ``MultiVitT3``).
         path_output_cache_mb: multipath agents on CPU: memory (MB) for reusing the frozen
@@ -108,6 +113,8 @@ class AgentConfig:
     max_devices: int = 0
     eval_batch_size: int = 0
     num_threads: int = 0
+    data: str = ""
+    data_split: str = ""
     singlepath_agent: str = ""
     path_output_cache_mb: int = 512
 

@@ -143,6 +143,8 @@ class Agent:
             ),
             num_validation_examples_max=config.num_validation_examples_max,
             seed=config.seed,
+            data=config.data or None,  # a named task's source (munet run --data)
+            split_rule=config.data_split or None,
         )
         self.devices = list(devices) if devices else local_devices(config.max_devices)
         self.progress = progress

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from munet.agents.task_data import task_source_label
 from munet.config import AgentConfig, ConfigError, apply_overrides, get_preset
 from munet.system import SystemStore, format_agent_id
 
@@ -71,11 +72,13 @@ def leaderboard_rows(store: SystemStore, agent_classes: Iterable[str] | None = N
         if state is None:
             continue
         manifest = store.read_manifest(state)
+        data = (manifest.get("config") or {}).get("data") or ""
         for full_id in manifest.get("published", []):
             record = manifest["paths"][full_id]
             if record["agent_id"] != agent_id:
                 continue
             rows.append(record_row(record))
+            rows[-1]["source"] = task_source_label(record["task_name"], data)
     return rows
 
 

@@ -103,6 +103,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--agent", required=True, help=AGENT_HELP)
     run.add_argument("--task", required=True, help="task name, e.g. digits, synth/shape, cifar10")
     run.add_argument("--cycles", type=int, required=True, help="total cycles to reach")
+    run.add_argument(
+        "--data",
+        default=None,
+        metavar="SOURCE",
+        help=(
+            "the data a new task name reads: folder:ROOT, npz:FILE, hf:DIR or tfds:NAME; "
+            "stored with the state, so later runs need no --data"
+        ),
+    )
     _add_common(run)
     _add_config(run)
     _add_verbosity(run)
@@ -165,13 +174,22 @@ def _root(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from munet.agents.reports import AgentError
     from munet.agents.runner import make_agent, resolve_config
+    from munet.agents.task_data import bind_task_data
     from munet.config import ConfigError
-    from munet.system import AgentLockedError, SystemStore
+    from munet.system import AgentLockedError, SystemStore, format_agent_id
 
     _setup_logging(args)
+    if ":" in args.task:  # a source given as the task: say how to name it
+        return _fail(
+            f"task name {args.task!r} holds ':'; name the task and give its data, e.g. "
+            f"--task mydata --data {args.task}"
+        )
     try:
         store = SystemStore(args.state_dir)
         config = resolve_config(args.agent, args.overrides, store, args.task)
+        config = bind_task_data(
+            config, args.task, store, args.data, format_agent_id(args.agent, args.task)
+        )
         agent = make_agent(config, args.task, store, progress=args.progress, echo=print)
         report = agent.run(args.cycles)
     except (ConfigError, AgentError, AgentLockedError, ValueError, ImportError) as err:

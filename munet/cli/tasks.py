@@ -25,6 +25,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     show.add_argument("--num-train-examples-between-validations-max", type=int, default=300_000)
     show.add_argument("--num-validation-examples-max", type=int, default=10_000)
     show.add_argument("--data-dir", default=None, help="TFDS data_dir / Hugging Face cache")
+    show.add_argument(
+        "-d",
+        "--state-dir",
+        default="state",
+        help="where to look up a task named with munet run --data (default: state)",
+    )
     show.set_defaults(func=_show)
 
 
@@ -50,6 +56,8 @@ def _list(args: argparse.Namespace) -> int:
     print("                    images/labels")
     print("  hf:NAME_OR_DIR    a Hugging Face dataset saved to disk or in the local cache; needs")
     print(f"                    'datasets' ({_installed('datasets')}: pip install 'munet[hf]')")
+    print("  Name them: munet run --task flowers --data folder:ROOT ... (the state dir keeps")
+    print("  the source; missing validation/test splits are 5% slices of train)")
     print()
     names = tfds_task_names()
     print(
@@ -73,12 +81,32 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _binding(name: str, state_dir: str):
+    """The data a state dir records for task `name`, or None."""
+    import os
+
+    from munet.tasks import is_known_task_name
+
+    if ":" in name or is_known_task_name(name):
+        return None
+    if "://" not in state_dir and not os.path.isdir(state_dir):
+        return None
+    from munet.agents.task_data import task_bindings
+    from munet.system import SystemStore
+
+    found = [b for b in task_bindings(SystemStore(state_dir), name) if b.data]
+    return found[0] if found else None
+
+
 def _show(args: argparse.Namespace) -> int:
     from munet.tasks import get_task
 
     try:
+        binding = _binding(args.name, args.state_dir)
         task = get_task(
             args.name,
+            data=binding.data if binding else None,
+            split_rule=binding.split_rule if binding else None,
             batch_size=args.batch_size,
             num_train_examples_between_validations_max=(
                 args.num_train_examples_between_validations_max
@@ -91,6 +119,11 @@ def _show(args: argparse.Namespace) -> int:
         return 2
     sizing = task.sizing
     print(f"task: {task.name}")
+    if binding is not None:
+        print(f"source: {binding.describe()}")
+    else:
+        print(f"source: {task.source.name}")
+    print(f"splits: {task.source.describe_splits()}")
     names = f" ({', '.join(task.class_names)})" if task.class_names else ""
     print(f"classes: {task.num_classes}{names}")
     print(

@@ -38,6 +38,11 @@ Multipath (munet.models.multipath): the seed's MultiVitModel
         {image size: images}; init_router(num_paths, num_classes, init_main_path_weight),
         init_head_adapter(in_dim, num_classes), count_multipath_flops([(arch, size), ...])
 
+Export (munet.models.export, munet.models.predict): standalone model folders
+    save_exported(out_dir, model_tree, tensors, preprocessing=, class_names=, provenance=,
+    metrics=); load_exported(dir) -> (nn.Module, Preprocessing); ExportError;
+    collect_images(inputs), predict_files(model, preprocess, files, top_k=, ...)
+
 Checkpoints (munet.models.checkpoints, munet.models.posembed, munet.models.registry)
     load_checkpoint(path, arch, image_size) -> Components   (.npz any layout, .safetensors)
     read_checkpoint(path, max_layers=None) -> RawCheckpoint;  CheckpointError

@@ -26,6 +26,9 @@ COLUMNS = (
     "parent_id",
     "parent_agent_id",
     "num_cycles",
+    # After the seed's columns: where the task's data come from (a bound source spec,
+    # embedded, tfds).
+    "source",
     "paths",
     "components",
 )
@@ -58,6 +61,7 @@ def path_row(path: PathLike, components: str = "", paths: str = "") -> dict[str,
         "parent_id": path.parent.id if path.parent is not None else -1,
         "parent_agent_id": path.parent.agent_id if path.parent is not None else None,
         "num_cycles": metrics.get("num_cycles"),
+        "source": None,
         "paths": paths,
         "components": components,
     }

@@ -20,6 +20,10 @@ Public API (stable; the agents build on it):
   - `test_batches(hparams) -> Iterator[Batch]`: one exact pass over the test split in batches
     of `validation_batch_size`; the last batch may be short. Weigh accuracies by `len(batch)`.
   - `get_ds(mode, hparams)`: the seed's entry point ("train" and "validation" endless).
+- Named tasks: `get_task("flowers", data="folder:/data/flowers")` keeps the name and reads the
+  source; `canonical_data_spec(spec)` (absolute paths, the form stored with agent states),
+  `check_task_name_for_data(name)`, `is_known_task_name(name)`. Splits the data lacks follow
+  a split rule: `DEFAULT_SPLIT_RULE` ("default", the seed's 5% slices of train), `SPLIT_RULES`.
 - `Batch(images, labels)`: `images` is float32 (B, 3, S, S) in [-1, 1] when
   `hparams["ds_image_size"]` is an int, or a dict {S: (B, 3, S, S)} with int keys, one per
   size, when it is a list (multipath models); `labels` is int64 (B,). `batch.to(device)`,
@@ -43,19 +47,31 @@ from munet.tasks.augment import DS_HPARAMS_DEFAULTS, AugmentConfig, preprocess
 from munet.tasks.batch import Batch, Images
 from munet.tasks.prefetch import prefetch
 from munet.tasks.registry import (
+    canonical_data_spec,
+    check_task_name_for_data,
     get_task,
+    is_known_task_name,
     known_task_names,
     load_source,
     register_task,
     registered_tasks,
 )
-from munet.tasks.sources.base import ArraySource, Source, SplitArrays
+from munet.tasks.sources.base import (
+    DEFAULT_SPLIT_RULE,
+    SPLIT_RULES,
+    ArraySource,
+    Source,
+    SplitArrays,
+    check_split_rule,
+)
 from munet.tasks.task import Task, TaskSizing, compute_sizing
 
 list_task_names = known_task_names
 
 __all__ = [
+    "DEFAULT_SPLIT_RULE",
     "DS_HPARAMS_DEFAULTS",
+    "SPLIT_RULES",
     "ArraySource",
     "AugmentConfig",
     "Batch",
@@ -64,8 +80,12 @@ __all__ = [
     "SplitArrays",
     "Task",
     "TaskSizing",
+    "canonical_data_spec",
+    "check_split_rule",
+    "check_task_name_for_data",
     "compute_sizing",
     "get_task",
+    "is_known_task_name",
     "known_task_names",
     "list_task_names",
     "load_source",

@@ -8,6 +8,11 @@ Names resolve in this order:
 3. The TensorFlow Datasets names of the µNet seed's tables (`cifar100`, `oxford_iiit_pet/1k`,
    `visual_domain_decathlon/dtd`, ...), read with the seed's split table from a prepared
    `data_dir` (needs the optional `tensorflow-datasets`).
+
+A *named task* is a plain task name (`flowers`) bound to a source spec (`folder:/data/flowers`)
+with `get_task(name, data=SPEC)`: the task keeps its name (agent ids, the leaderboard) and reads
+the source. `canonical_data_spec` gives the form to store with an agent's state (absolute
+paths), `check_task_name_for_data` refuses names that already mean a task.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from munet.tasks.sources.base import Source
+from munet.tasks.sources.base import DEFAULT_SPLIT_RULE, Source, check_split_rule
 from munet.tasks.task import Task
 
 # The seed's common agent config (µNet notebook, get_common_config_vit).
@@ -99,7 +104,64 @@ def unknown_task_error(name: str) -> ValueError:
     return ValueError(
         f"unknown task {name!r}{hint}; known: {', '.join(_REGISTRY)}, the TFDS names of "
         f"`munet tasks` (e.g. cifar100, dtd/1k), or {', '.join(s + ':LOCATION' for s in SCHEMES)}"
+        f"; to name your own data, bind the name to it (munet run --task {name} --data "
+        "folder:ROOT | npz:FILE | hf:DIR | tfds:NAME)"
     )
+
+
+def is_known_task_name(name: str) -> bool:
+    """Whether `name` already means a task by itself (registered or in the TFDS table)."""
+    from munet.tasks.tfds_splits import is_tfds_task
+
+    return name in _REGISTRY or is_tfds_task(name)
+
+
+def canonical_data_spec(spec: str) -> str:
+    """The form of a data source spec stored with an agent's state.
+
+    `folder:` and `npz:` locations (and `hf:` ones that are local directories) become absolute
+    paths, so the state reads the same data from any working directory; `tfds:NAME` and
+    registered or TFDS task names are kept as they are.
+
+    Raises:
+        ValueError: an empty spec, a scheme without a location, or a name that is no source.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"data source {spec!r}: expected SCHEME:LOCATION or a task name")
+    scheme, sep, location = spec.partition(":")
+    if sep and scheme in SCHEMES:
+        if not location:
+            raise ValueError(f"data source {spec!r} has no location after '{scheme}:'")
+        local = Path(location).expanduser()
+        if scheme in ("folder", "npz") or (scheme == "hf" and local.is_dir()):
+            return f"{scheme}:{local.resolve()}"
+        return spec
+    if sep:
+        raise ValueError(
+            f"data source {spec!r}: unknown scheme {scheme!r}; expected "
+            f"{', '.join(s + ':LOCATION' for s in SCHEMES)}"
+        )
+    if is_known_task_name(spec):
+        return spec
+    raise unknown_task_error(spec)
+
+
+def check_task_name_for_data(name: str) -> str:
+    """Checks that `name` may be bound to a data source (`munet run --task NAME --data SPEC`).
+
+    Raises:
+        ValueError: the name holds a scheme or already means a task (digits, cifar100, ...).
+    """
+    if ":" in name:
+        raise ValueError(
+            f"task name {name!r} holds ':'; name the task (e.g. --task flowers) and give the "
+            f"source with --data {name}"
+        )
+    if is_known_task_name(name):
+        raise ValueError(
+            f"task name {name!r} is already a task of munet; choose another name for your data"
+        )
+    return name
 
 
 _SOURCE_CACHE: dict[tuple[str, str | None], Source] = {}
@@ -167,12 +229,15 @@ def get_task(
     seed: int = 0,
     data_dir: str | Path | None = None,
     cache: bool = True,
+    data: str | None = None,
+    split_rule: str | None = None,
 ) -> Task:
     """Builds the task `name` with the seed's sizing.
 
     Args:
         name: a registered name (`digits`, `synth/shape`, ...), `folder:ROOT`, `npz:FILE`,
-            `hf:NAME_OR_DIR`, `tfds:NAME` or a TFDS name from the seed's tables.
+            `hf:NAME_OR_DIR`, `tfds:NAME` or a TFDS name from the seed's tables; with `data`,
+            any valid task name (`flowers`).
         batch_size: the agent's training batch size (512 for the seed's ViT-Ti/3 agents).
         num_train_examples_between_validations_max: caps training between validations.
         num_validation_examples_max: caps the validation set.
@@ -181,16 +246,24 @@ def get_task(
         cache: return the same `Task` object for the same arguments within a process (the
             seed's task cache): its cached validation batches and its sequence of training
             streams carry over. False builds a fresh one (its data still come from the cache).
+        data: the source spec a named task reads (`folder:ROOT`, `npz:FILE`, `hf:DIR`,
+            `tfds:NAME` or another task's name); None: `name` itself is the source.
+        split_rule: how splits the data lacks are made (`"default"`, the seed's rule, which
+            is the only one and also what None means).
 
     Returns:
         The `Task`.
 
     Raises:
         ValueError: an unknown name, an empty split, a label out of range, fewer than 2
-            classes, or a non-positive sizing value.
+            classes, a non-positive sizing value, or an unknown split rule.
     """
+    check_split_rule(split_rule or DEFAULT_SPLIT_RULE)
+    if data is not None and data != name:
+        check_task_name_for_data(name)
     key = (
         name,
+        data,
         batch_size,
         num_train_examples_between_validations_max,
         num_validation_examples_max,
@@ -199,7 +272,7 @@ def get_task(
     )
     if cache and key in _TASK_CACHE:
         return _TASK_CACHE[key]
-    source = load_source(name, data_dir=data_dir)
+    source = load_source(name if data is None else data, data_dir=data_dir)
     task = Task(
         name,
         source,

@@ -154,3 +154,13 @@ def test_missing_package_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "tensorflow_datasets", None)
     with pytest.raises(ImportError, match=r"munet\[tfds\]"):
         load_tfds("cifar100")
+
+
+def test_a_named_task_reads_a_tfds_source(fake_tfds, tmp_path):
+    task = get_task("mycifar", data="tfds:cifar100", data_dir=tmp_path, batch_size=16)
+    assert task.name == "mycifar" and task.num_classes == 5
+    # The seed's table rule for cifar100: train[:98%] / train[98%:] / test.
+    assert (task.num_train_examples, task.sizing.num_validation_examples_total) == (98, 2)
+    assert task.source.describe_splits() == (
+        "train = cifar100 train[:98%], validation = cifar100 train[98%:], test = cifar100 test"
+    )

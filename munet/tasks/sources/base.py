@@ -11,6 +11,29 @@ import torch
 
 SPLITS = ("train", "validation", "test")
 
+# Split rules a named task may be stored with (AgentConfig.data_split). Only the seed's rule
+# exists today; the name is stored with the agent's state so that a later munet with another
+# rule still rebuilds the splits a system was grown on, or refuses clearly.
+DEFAULT_SPLIT_RULE = "default"
+SPLIT_RULES = {
+    DEFAULT_SPLIT_RULE: (
+        "the seed's get_default_splits: a missing test split is the first 5% of train, a "
+        "missing validation split the next 5%, after a fixed shuffle (seed 0); splits the "
+        "data has are used as they are"
+    ),
+}
+
+
+def check_split_rule(rule: str) -> str:
+    """Returns `rule` when munet knows it.
+
+    Raises:
+        ValueError: an unknown rule, listing the known ones.
+    """
+    if rule not in SPLIT_RULES:
+        raise ValueError(f"unknown split rule {rule!r}; known: {', '.join(SPLIT_RULES)}")
+    return rule
+
 
 class Source(ABC):
     """Examples of one task, split into train / validation / test.
@@ -23,6 +46,10 @@ class Source(ABC):
     name: str
     num_classes: int
     class_names: tuple[str, ...] | None = None
+    # How the splits came about, for listings (`munet tasks show`): the splits carved from
+    # train by the default rule, or a free-form note (TFDS split strings).
+    carved_splits: tuple[str, ...] = ()
+    split_note: str = ""
 
     @abstractmethod
     def labels(self, split: str) -> torch.Tensor:
@@ -38,6 +65,15 @@ class Source(ABC):
     def describe(self) -> str:
         sizes = ", ".join(f"{s} {self.num_examples(s)}" for s in SPLITS)
         return f"{self.num_classes} classes; {sizes}"
+
+    def describe_splits(self) -> str:
+        """Where each split comes from, in words."""
+        if self.split_note:
+            return self.split_note
+        if not self.carved_splits:
+            return "train, validation and test as the data gives them"
+        carved = " and ".join(self.carved_splits)
+        return f"{carved} carved from train by the default rule (5% slices after a fixed shuffle)"
 
 
 @dataclass

@@ -9,6 +9,7 @@ caps that storage size for large photos. Decoded images are kept in memory up to
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -21,6 +22,39 @@ from munet.tasks.sources.base import SPLITS, Source
 Decoder = Callable[[int], "Image.Image | np.ndarray"]
 DEFAULT_MAX_SIDE = 256
 DEFAULT_CACHE_BYTES = 1 << 30
+
+
+def decode_to_storage(
+    image: Image.Image | np.ndarray | str | os.PathLike[str],
+    size: tuple[int, int] | None,
+    where: str = "image",
+) -> np.ndarray:
+    """One image as (H, W, 3) uint8 RGB at the storage size `size` = (H, W) (None: as is).
+
+    The one decoding step of every decoded source and of exported models' preprocessing, so a
+    file predicted after export gets the pixels the system trained and tested on: RGB
+    conversion (grey repeated, alpha dropped, palette expanded), then a PIL bilinear resize
+    when the size differs.
+
+    Raises:
+        ValueError: the image cannot be read ("cannot read image WHERE: ...").
+    """
+    try:
+        if isinstance(image, (str, os.PathLike)):
+            with Image.open(image) as opened:
+                opened.load()
+                rgb = opened.convert("RGB")
+        else:
+            pil = image if isinstance(image, Image.Image) else Image.fromarray(np.asarray(image))
+            pil.load()
+            rgb = pil.convert("RGB")
+    except Exception as error:  # PIL raises several types for bad files
+        raise ValueError(f"cannot read image {where}: {error}") from error
+    if size is not None:
+        h, w = size
+        if rgb.size != (w, h):
+            rgb = rgb.resize((w, h), Image.BILINEAR)
+    return np.asarray(rgb, dtype=np.uint8)
 
 
 class DecodedImageSource(Source):
@@ -77,17 +111,12 @@ class DecodedImageSource(Source):
     def _decode(self, split: str, index: int, resize: bool = True) -> np.ndarray:
         try:
             item = self._decoders[split](index)
-            image = item if isinstance(item, Image.Image) else Image.fromarray(np.asarray(item))
-            image.load()
-            image = image.convert("RGB")
         except Exception as error:  # PIL raises several types for bad files
             where = self._describe_item(split, index)
             raise ValueError(f"task {self.name!r}: cannot read image {where}: {error}") from error
-        if resize:
-            h, w = self.storage_size()
-            if image.size != (w, h):
-                image = image.resize((w, h), Image.BILINEAR)
-        return np.asarray(image, dtype=np.uint8)
+        size = self.storage_size() if resize else None
+        where = f"{self._describe_item(split, index)} of task {self.name!r}"
+        return decode_to_storage(item, size, where=where)
 
     def images(self, split: str, indices: torch.Tensor) -> torch.Tensor:
         h, w = self.storage_size()

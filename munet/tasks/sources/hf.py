@@ -127,7 +127,7 @@ def load_hf(
         ds, idx = rows[split]
         return lambda i: ds[int(idx[i])][image_col]
 
-    return DecodedImageSource(
+    source = DecodedImageSource(
         task_name,
         labels=labels,
         decoders={s: decoder(s) for s in SPLITS},
@@ -137,3 +137,5 @@ def load_hf(
         max_side=max_side,
         cache_bytes=cache_bytes,
     )
+    source.carved_splits = tuple(s for s in ("test", "validation") if s in carved)
+    return source

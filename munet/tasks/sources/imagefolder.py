@@ -98,7 +98,7 @@ def load_image_folder(
     def decoder(split: str):
         return lambda i: _open(files[split][i])
 
-    return DecodedImageSource(
+    source = DecodedImageSource(
         name,
         labels={s: torch.tensor(np.asarray(v, dtype=np.int64)) for s, v in labels.items()},
         decoders={s: decoder(s) for s in files},
@@ -108,6 +108,8 @@ def load_image_folder(
         max_side=max_side,
         cache_bytes=cache_bytes,
     )
+    source.carved_splits = tuple(s for s in ("test", "validation") if s in carved)
+    return source
 
 
 def _open(path: Path):

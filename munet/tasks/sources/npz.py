@@ -72,10 +72,14 @@ def load_npz(path: str | Path) -> ArraySource:
                 if pair is None:
                     continue
                 where = f"npz file {str(path)!r} keys {pair[0]}/{pair[1]}"
-                splits[split] = SplitArrays(
-                    images_to_nchw_uint8(data[pair[0]], where),
-                    labels_to_int64(data[pair[1]], where),
-                )
+                images = images_to_nchw_uint8(data[pair[0]], where)
+                labels = labels_to_int64(data[pair[1]], where)
+                if images.shape[0] != labels.shape[0]:
+                    raise ValueError(
+                        f"{where}: {images.shape[0]} images but {labels.shape[0]} labels; "
+                        "expected one label per image"
+                    )
+                splits[split] = SplitArrays(images, labels)
             num_classes = int(data["num_classes"]) if "num_classes" in keys else None
             class_names = (
                 tuple(str(c) for c in data["class_names"]) if "class_names" in keys else None
@@ -89,6 +93,7 @@ def load_npz(path: str | Path) -> ArraySource:
             raise
     train = splits["train"]
     missing_test, missing_val = "test" not in splits, "validation" not in splits
+    carved_splits = tuple(s for s, m in (("test", missing_test), ("validation", missing_val)) if m)
     if missing_test or missing_val:
         carved = carve_default_splits(
             train.images.shape[0], has_test=not missing_test, has_validation=not missing_val
@@ -109,4 +114,6 @@ def load_npz(path: str | Path) -> ArraySource:
         raise ValueError(
             f"npz file {str(path)!r}: {len(class_names)} class_names for {num_classes} classes"
         )
-    return ArraySource(name, splits, num_classes, class_names=class_names)
+    source = ArraySource(name, splits, num_classes, class_names=class_names)
+    source.carved_splits = carved_splits
+    return source

@@ -136,4 +136,8 @@ def load_tfds(name: str, data_dir: str | Path | None = None) -> ArraySource:
             torch.from_numpy(np.ascontiguousarray(array)),
             torch.tensor(labels, dtype=torch.int64),
         )
-    return ArraySource(name, splits, num_classes, class_names=class_names)
+    source = ArraySource(name, splits, num_classes, class_names=class_names)
+    source.split_note = ", ".join(
+        f"{split} = {entry.datasets[split]} {entry.splits[split]}" for split in SPLITS
+    )
+    return source

@@ -1,0 +1,146 @@
+"""`munet export` and `munet test`: published paths as standalone models, and their check.
+
+munet export -d state --task flowers --out exports/flowers     # the best published path
+munet export -d state --task flowers --agent VitCpu --path 7 --out exports/flowers-7
+munet test -d state [--task flowers]                           # the immutability test
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Adds `export` and `test`."""
+    export = subparsers.add_parser(
+        "export",
+        help="write a published path as a standalone model folder",
+        description=(
+            "Write the best published path of a task (or the one named) as a folder: "
+            "model.safetensors, config.json (architecture, classes, preprocessing, provenance) "
+            "and a README card. Load it with munet.load_exported(DIR) or munet predict DIR."
+        ),
+    )
+    _add_state_dir(export)
+    export.add_argument("--task", required=True, help="the task whose path to export")
+    export.add_argument("--agent", default=None, help="agent class (default: any; the best)")
+    export.add_argument("--path", type=int, default=None, help="path id (default: the best)")
+    export.add_argument("--out", required=True, help="folder to create (must be new or empty)")
+    export.add_argument("--data-dir", default=None, help="TFDS data_dir / Hugging Face cache")
+    export.set_defaults(func=_export)
+
+    test = subparsers.add_parser(
+        "test",
+        help="re-evaluate published best paths on their test split (immutability test)",
+        description=(
+            "Re-evaluate every agent's best published path on its task's test split and "
+            "compare with the recorded test quality (relative tolerance 0.001, the seed's "
+            "immutability test). Exit code 1 on a mismatch, 2 when a path could not be "
+            "evaluated."
+        ),
+    )
+    _add_state_dir(test)
+    test.add_argument("--task", default=None, help="only this task")
+    test.add_argument("--agent", action="append", help="only these agent classes (repeatable)")
+    test.add_argument("--rtol", type=float, default=0.001, help="relative tolerance")
+    test.add_argument("--device", default="cpu", help="torch device (default: cpu)")
+    test.add_argument("--data-dir", default=None, help="TFDS data_dir / Hugging Face cache")
+    test.set_defaults(func=_test)
+
+
+def _add_state_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-d", "--state-dir", default="state", help="system state dir (default: state)"
+    )
+
+
+def _fail(command: str, message: object) -> int:
+    print(f"munet {command}: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _open_store(state_dir: str):
+    from munet.system import SystemStore
+
+    if "://" not in state_dir and not os.path.isdir(state_dir):
+        raise ValueError(f"no state dir at {state_dir!r}")
+    return SystemStore(state_dir)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from munet.agents.published import export_published
+    from munet.system import SystemStateError
+
+    try:
+        store = _open_store(args.state_dir)
+        folder, published = export_published(
+            store, args.task, args.out, args.agent, args.path, args.data_dir
+        )
+    except (ValueError, SystemStateError) as error:
+        return _fail("export", error)
+    metrics = published.path.metrics
+    test_quality = metrics.get("test_quality")
+    shown = "-" if test_quality is None else f"{float(test_quality):.4f}"
+    print(f"exported {published.path.full_id} (test quality {shown}) to {folder}")
+    return 0
+
+
+def _test(args: argparse.Namespace) -> int:
+    from munet.agents.immutability import run_immutability_test
+    from munet.system import SystemStateError
+
+    try:
+        store = _open_store(args.state_dir)
+        results = run_immutability_test(
+            store,
+            task_name=args.task,
+            agent_classes=args.agent,
+            rtol=args.rtol,
+            device=args.device,
+            data_dir=args.data_dir,
+        )
+    except (ValueError, SystemStateError) as error:
+        return _fail("test", error)
+    if not results:
+        which = f" of task {args.task!r}" if args.task else ""
+        return _fail("test", f"no published paths{which} in {args.state_dir}")
+    print(format_test_table(results))
+    if any(r.status == "MISMATCH" for r in results):
+        return 1
+    if any(r.status.startswith("error") for r in results):
+        return 2
+    return 0
+
+
+def format_test_table(results) -> str:
+    """An aligned table: path, task, recorded and measured test quality, delta, status."""
+
+    def number(value: float | None, signed: bool = False) -> str:
+        if value is None or math.isnan(value):
+            return "-"
+        return f"{value:+.6f}" if signed else f"{value:.6f}"
+
+    header = ["path", "task", "examples", "recorded", "measured", "delta", "status"]
+    rows = [
+        [
+            f"{r.agent_id}:{r.path_id}",
+            r.task_name,
+            str(r.num_examples or "-"),
+            number(r.recorded),
+            number(r.measured),
+            number(r.delta, signed=True),
+            r.status,
+        ]
+        for r in results
+    ]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
+    lines += [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
+    ok = sum(r.status == "ok" for r in results)
+    lines.append(f"{ok}/{len(results)} paths reproduce their recorded test quality")
+    return "\n".join(lines)
