@@ -207,6 +207,15 @@ class AgentLease:
         """
         if self._acquired:
             raise AgentLockedError(f"agent {self.agent_id!r}: this lease is already held")
+        try:
+            return self._acquire()
+        except BaseException:
+            # Interrupted (Ctrl-C, a cancelled task) or refused: leave no claim behind.
+            if not self._acquired:
+                self._delete(self.token)
+            raise
+
+    def _acquire(self) -> AgentLease:
         self.fs.makedirs(self.dir)
         holder = self._holder()
         for attempt in range(_ACQUIRE_ATTEMPTS):
