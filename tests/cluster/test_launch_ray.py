@@ -94,13 +94,27 @@ def test_launch_on_s3_survives_a_killed_worker(local_ray, s3_url, tiny_config, t
     from munet.cluster import AgentSpec, launch
 
     create_root_model(tiny_config, s3_url)
-    specs = [AgentSpec("VitCpu", task) for task in TASKS]
+    # The victim runs more generations, so the driver sees it mid-cycle in time to kill it.
+    specs = [AgentSpec("VitCpu", TASKS[0], overrides=("num_samples_per_cycle=4",))]
+    specs += [AgentSpec("VitCpu", task) for task in TASKS[1:]]
     victim = specs[0].agent_id
     killed: list[int] = []
     addresses: set[str] = set()
 
+    def runs_victim(pid: int) -> bool:
+        """Whether that worker still runs the victim's task (Ray reuses workers for other
+        tasks, and names a busy worker's process after its task)."""
+        import psutil
+
+        try:
+            return psutil.Process(pid).name() == f"ray::munet:{victim}"
+        except psutil.Error:
+            return False
+
     def on_event(event):
-        if event["agent_id"] == victim and event["kind"] == "generation" and not killed:
+        if event["agent_id"] != victim or event["kind"] != "generation" or killed:
+            return
+        if runs_victim(event["pid"]):
             addresses.update(_listening_addresses())
             os.kill(event["pid"], signal.SIGKILL)
             killed.append(event["pid"])
