@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # Fast suite by default; CI passes TEST_ARGS= to also run the tests marked slow.
 TEST_ARGS ?= -m "not slow"
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test lint bench clean browser
 
 $(BIN)/munet: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,20 @@ setup: $(BIN)/munet
 demo: setup
 	$(BIN)/munet demo
 
-test: setup
+# The slow suite opens the HTML report in headless Chromium: install it when it is missing and
+# apt-get can run (as root, or through passwordless sudo); otherwise that test skips, saying why.
+CHROMIUM_FOUND = command -v chromium || command -v chromium-browser || command -v google-chrome
+browser:
+	@($(CHROMIUM_FOUND)) >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; \
+	  else echo "no Chromium, and apt-get needs root: the browser test will skip"; exit 0; fi; \
+	  command -v apt-get >/dev/null || { echo "no Chromium and no apt-get: the browser test will skip"; exit 0; }; \
+	  $$SUDO apt-get install -y -q chromium >/dev/null 2>&1 || \
+	  { $$SUDO apt-get update -q >/dev/null 2>&1 && $$SUDO apt-get install -y -q chromium >/dev/null 2>&1; } || \
+	  echo "could not install Chromium: the browser test will skip"; }
+
+# With the slow tests selected (CI: TEST_ARGS=), make sure Chromium is there first.
+test: setup $(if $(findstring not slow,$(TEST_ARGS)),,browser)
 	$(BIN)/python -m pytest $(TEST_ARGS)
 
 lint: setup

@@ -130,6 +130,15 @@ def build_system(root: str, agents: int, paths: int, seed: int) -> list[dict[str
                         comps.append(c)
                 path = pop.new_path({"num_layers": 3, "i": i}, comps, parent)
                 path.metrics["quality"] = rng.random()
+                # The audit metrics a singlepath agent records (read by `munet report`).
+                path.metrics.update(
+                    cycle_id=0,
+                    generation_id=i,
+                    improved=True,
+                    test_quality=path.metrics["quality"] - 0.01,
+                    mutations=["opt_lr : 0.1 --- (incremental, p=0.2) --> 0.05"],
+                    reuse=f"shared from {parent.agent_id}: embedding",
+                )
                 pop.add_path(path)
             new = [c for p in pop.own_paths for c in p.comps_only() if c.agent_id == agent]
             new_bytes = sum(c.num_bytes for c in new)

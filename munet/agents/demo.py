@@ -36,6 +36,7 @@ from munet.config import (
     DEMO_TASKS,
     AgentConfig,
 )
+from munet.report.html import write_report
 from munet.report.leaderboard import format_leaderboard
 from munet.system import SystemStore
 
@@ -225,6 +226,9 @@ def run_demo(
     echo("")
     echo(f"State: {store.root} (rerun to resume or continue; `munet leaderboard -d {state_dir}`)")
     echo(f"Demo time: {seconds:.0f}s")
+    report = os.path.abspath(os.path.join(str(state_dir), "report.html"))
+    write_report(str(state_dir), report)
+    echo(f"Report: {report} (open it in a browser; `munet report -d {state_dir} --watch 30`)")
     return DemoResult(reports, rows, seconds, str(state_dir), comparison)
 
 

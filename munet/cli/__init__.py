@@ -12,7 +12,10 @@ import importlib
 import sys
 
 # Modules of this package that contribute subcommands, in the order `munet --help` lists them.
-COMMAND_MODULES = ("agents", "launch", "export", "predict", "checkpoint", "tasks", "nasbench", "es")
+COMMAND_MODULES = (
+    "agents", "launch", "export", "predict", "checkpoint", "tasks", "nasbench", "es", "search",
+    "report",
+)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

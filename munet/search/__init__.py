@@ -31,6 +31,18 @@ Public API (names are stable; the NAS-Bench-101 runners code against them):
   (the notebook's operators); `lower_convex_hull(costs, errors)`, `eps_band(costs, errors,
   eps)`, `hull_error_at(cost, hull, costs, errors)`, `hull_sampling_weights(counts, costs)`.
 
+Running searches (submodules, imported on their own; only `executors` touches Ray):
+
+- `munet.search.executors`: `InProcessExecutor(num_workers)` (default, first in first out),
+  `RayExecutor(num_workers, address=None, num_cpus=1, num_gpus=0, max_retries=3)`,
+  `JobOutcome`, `make_executor`.
+- `munet.search.driver`: `SearchRun(strategy, objective, executor, out_dir, ...)`: W trials
+  in flight, told as they arrive, checkpointed after every result, `resume=True`.
+- `munet.search.petridish_loop`: `PetridishLoop` / `run_petridish`, `PetridishSettings`:
+  Archai's distributed seed/search/train loop with checkpoint and resume.
+- `munet.search.objectives`: `NASBenchObjective`, `VitObjective`, `parse_objective`.
+- `munet.search.frontier`: `write_outputs` (frontier.png, frontier.json, pool.json).
+
 Typical loop::
 
     strategy = make_strategy("regularized_evolution", space, seed=0, population_size=50)

@@ -1,0 +1,78 @@
+"""`munet report`: the system at a glance, as one self-contained HTML file.
+
+munet report -d state                       # writes report.html
+munet report -d state --out r.html --png    # plus r-history.png, r-system.png, ...
+munet report -d state --watch 30            # rewrite on every commit; the page reloads
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Adds `report`."""
+    report = subparsers.add_parser(
+        "report",
+        help="write an HTML report of a system (leaderboard, charts, system graph)",
+        description=(
+            "Write one self-contained HTML file (opens offline) showing the leaderboard, each "
+            "task's quality and score over cycles, the components each task shares, "
+            "parameters per task, multipath routes and the mutations that paid off. Reads "
+            "manifests and path history only (no tensors)."
+        ),
+    )
+    report.add_argument(
+        "-d", "--state-dir", default="state", help="system state dir (default: state)"
+    )
+    report.add_argument("--out", default="report.html", help="HTML file (default: report.html)")
+    report.add_argument(
+        "--watch",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="keep running: check every SECONDS, rewrite when an agent commits (page reloads)",
+    )
+    report.add_argument(
+        "--png", action="store_true", help="also write the figures as PNG files next to it"
+    )
+    report.set_defaults(func=_report)
+
+
+def _describe(view, out: str, png: bool) -> str:
+    extra = f" (+ {os.path.splitext(out)[0]}-*.png)" if png else ""
+    return (
+        f"report of {len(view.tasks)} tasks, {len(view.paths)} published paths: "
+        f"{os.path.abspath(out)}{extra}"
+    )
+
+
+def _report(args: argparse.Namespace) -> int:
+    from munet.report.html import watch_report, write_report
+
+    if "://" not in args.state_dir and not os.path.isdir(args.state_dir):
+        print(f"munet: error: no state dir at {args.state_dir!r}", file=sys.stderr)
+        return 2
+    if args.watch is not None:
+        if args.watch <= 0:
+            print(f"munet: error: --watch {args.watch:g}: expected seconds > 0", file=sys.stderr)
+            return 2
+        print(f"watching {args.state_dir} every {args.watch:g}s (Ctrl-C to stop)")
+        watch_report(
+            args.state_dir,
+            args.out,
+            args.watch,
+            png=args.png,
+            on_write=lambda view: print(
+                f"{time.strftime('%H:%M:%S')} {_describe(view, args.out, args.png)}", flush=True
+            ),
+        )
+        return 0
+    view = write_report(args.state_dir, args.out, png=args.png)
+    for problem in view.warnings:
+        print(f"warning: {problem}", file=sys.stderr)
+    print(_describe(view, args.out, args.png))
+    return 0

@@ -1,0 +1,317 @@
+"""The report's sections, each a function of a :class:`SystemView` returning an HTML fragment.
+
+Every section is an ``<section id=...>`` (the ids in :data:`SECTION_IDS`), so the page's
+navigation and the tests can find them; a section with nothing to show says so.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from html import escape
+
+from munet.report.collect import (
+    SHARED,
+    AgentView,
+    PathView,
+    SystemView,
+    as_float,
+    mutation_counts,
+)
+from munet.report.svg import Plot, fmt_number, hbar_chart
+from munet.report.system_graph import graph_body
+
+SECTION_IDS = ("leaderboard", "history", "system", "params", "multipath", "mutations")
+SECTION_TITLES = {
+    "leaderboard": "Leaderboard",
+    "history": "Quality and score over cycles",
+    "system": "System graph",
+    "params": "Parameters per task",
+    "multipath": "Multipath paths",
+    "mutations": "Mutations in admitted paths",
+}
+
+
+def short_names(agent_ids: Iterable[str], tasks: dict[str, str]) -> dict[str, str]:
+    """A readable label per agent: its task name when no other agent has that task, else the
+    agent id."""
+    agent_ids = list(agent_ids)
+    counts = Counter(tasks.get(a, a) for a in agent_ids)
+    return {a: tasks.get(a, a) if counts[tasks.get(a, a)] == 1 else a for a in agent_ids}
+
+
+def _section(section_id: str, body: str, note: str = "") -> str:
+    note_html = f'<p class="note">{note}</p>' if note else ""
+    return (
+        f'<section id="{section_id}"><h2>{escape(SECTION_TITLES[section_id])}</h2>'
+        f"{note_html}{body}</section>"
+    )
+
+
+def _cell(value, kind: str = "num") -> str:
+    """A table cell with a sortable ``data-v`` value."""
+    if kind == "text":
+        return f'<td data-v="{escape(str(value or ""))}">{escape(str(value or "-"))}</td>'
+    number = as_float(value)
+    shown = "-" if number is None else f"{number:.4f}" if kind == "q" else fmt_number(number)
+    sort_value = "" if number is None else repr(number)
+    return f'<td class="num" data-v="{sort_value}">{shown}</td>'
+
+
+def leaderboard(view: SystemView, labels: dict[str, str]) -> str:
+    """Every published path of every agent; the headers sort the table (inline script)."""
+    headers = [
+        ("agent", "text"), ("task", "text"), ("test quality", "num"), ("score", "num"),
+        ("quality", "num"), ("accounted params", "num"), ("params", "num"), ("flops", "num"),
+        ("cycles", "num"), ("path", "num"), ("parent", "text"),
+    ]  # fmt: skip
+    head = "".join(
+        f'<th data-kind="{kind}" tabindex="0">{escape(name)}</th>' for name, kind in headers
+    )
+    rows = []
+    agents = sorted(view.agents.values(), key=lambda a: (a.is_root, a.agent_id))
+    for agent in agents:
+        best = agent.best
+        ordered = sorted(agent.published, key=lambda p: -(p.score or -1.0))
+        for path in ordered:
+            m = path.metrics
+            cls = ' class="best"' if path is best and not agent.is_root else ""
+            anchor = escape(agent.task_name)  # The agent column tells same-task agents apart.
+            if not agent.is_root:  # Root models have no history card to link to.
+                anchor = f'<a href="#task-{_slug(agent.agent_id)}">{anchor}</a>'
+            rows.append(
+                f"<tr{cls}>{_cell(agent.agent_id, 'text')}"
+                f'<td data-v="{escape(agent.task_name)}">{anchor}</td>'
+                f"{_cell(m.get('test_quality'), 'q')}{_cell(m.get('score'), 'q')}"
+                f"{_cell(m.get('quality'), 'q')}{_cell(m.get('accounted_params'))}"
+                f"{_cell(m.get('num_params'))}{_cell(m.get('flops'))}"
+                f"{_cell(m.get('num_cycles'))}{_cell(path.full_id.rpartition(':')[2])}"
+                f"{_parent_cell(path.parent, labels)}</tr>"
+            )
+    if not rows:
+        return _section("leaderboard", '<p class="empty">No published paths yet.</p>')
+    table = (
+        f'<div class="scroll"><table class="sortable" id="leaderboard-table"><thead><tr>{head}'
+        f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
+    return _section(
+        "leaderboard", table, "Published paths of every agent; each task's best in bold. "
+        "Click a header to sort."
+    )  # fmt: skip
+
+
+def _parent_cell(parent: str | None, labels: dict[str, str]) -> str:
+    """The parent as ``label:id`` (the full id on hover)."""
+    if not parent:
+        return '<td data-v="">-</td>'
+    agent, _, number = parent.rpartition(":")
+    shown = f"{labels.get(agent, agent)}:{number}"
+    return f'<td data-v="{escape(parent)}" title="{escape(parent)}">{escape(shown)}</td>'
+
+
+def _slug(agent_id: str) -> str:
+    return "".join(ch if ch.isalnum() else "-" for ch in agent_id)
+
+
+def _history_plots(agent: AgentView) -> str:
+    """Validation quality and score of every sampled candidate against cycle/generation."""
+    history = agent.history
+    per_cycle = Counter()
+    for c in history:
+        per_cycle[c.cycle] = max(per_cycle[c.cycle], c.generation + 1)
+
+    def x_of(c) -> float:
+        return c.cycle + (c.generation + 0.5) / max(per_cycle[c.cycle], 1)
+
+    last_cycle = max([c.cycle + 1 for c in history] + [r.cycle for r in agent.cycles] + [1])
+    plots = []
+    for metric, title in (("quality", "validation quality"), ("score", "score")):
+        values = [getattr(c, metric) for c in history]
+        known = [v for v in values if v is not None] + [
+            v for r in agent.cycles for v in (r.test_quality, getattr(r, metric)) if v is not None
+        ]
+        y_low = min([0.0, *known])
+        y_high = max([1.0, *known]) if known and max(known) > 1 else 1.0
+        plot = Plot((0, last_cycle), (y_low, y_high), title=title, x_label="cycle")
+        for admitted, css in ((False, "rejected"), (True, "admitted")):
+            chosen = [
+                c for c in history if c.admitted == admitted and getattr(c, metric) is not None
+            ]
+            plot.points(
+                [x_of(c) for c in chosen],
+                [getattr(c, metric) for c in chosen],
+                css,
+                [
+                    f"path {c.path_id}: cycle {c.cycle + 1} generation {c.generation + 1}, "
+                    f"quality {fmt_number(c.quality)}, score {fmt_number(c.score)}, "
+                    f"{'admitted' if c.admitted else 'rejected'}"
+                    + (f" ({c.failure})" if c.failure else "")
+                    for c in chosen
+                ],
+            )
+        if metric == "score":
+            xs, ys, best = [], [], None
+            for c in sorted(history, key=x_of):
+                if c.admitted and c.score is not None and (best is None or c.score > best):
+                    best = c.score
+                    xs.append(x_of(c))
+                    ys.append(best)
+            if xs:
+                xs.append(last_cycle)
+                ys.append(ys[-1])
+            plot.line(xs, ys, "best-line", step=True)
+        else:
+            tested = [r for r in agent.cycles if r.test_quality is not None]
+            plot.line([r.cycle for r in tested], [r.test_quality for r in tested], "test-line")
+            plot.points(
+                [r.cycle for r in tested],
+                [r.test_quality for r in tested],
+                "test",
+                [
+                    f"end of cycle {r.cycle}: best {r.full_id} test quality "
+                    f"{fmt_number(r.test_quality)}"
+                    for r in tested
+                ],
+                shape="diamond",
+            )
+        ticks = list(range(0, last_cycle + 1)) if last_cycle <= 12 else None
+        plots.append(plot.render(ticks))
+    return "".join(plots)
+
+
+def history(view: SystemView, labels: dict[str, str]) -> str:
+    """Per task, every sampled candidate's validation quality and score (admitted filled,
+    rejected hollow), the best score so far and the test quality at the end of each cycle."""
+    cards = []
+    for agent in view.tasks:
+        admitted = sum(c.admitted for c in agent.history)
+        failed = sum(c.quality is None for c in agent.history)
+        best = agent.best
+        test = as_float(best.metrics.get("test_quality")) if best else None
+        facts = (
+            f"{len(agent.history)} sampled, {admitted} admitted"
+            + (f", {failed} failed" if failed else "")
+            + f" · cycle {agent.cycle}"
+            + (f" gen {agent.generation}" if agent.generation else "")
+            + (f" · test {test:.4f}" if test is not None else "")
+        )
+        cards.append(
+            f'<div class="card" id="task-{_slug(agent.agent_id)}"><h3 title="'
+            f'{escape(agent.agent_id)}">{escape(labels[agent.agent_id])}</h3>'
+            f'<p class="facts">{escape(facts)}</p><div class="plots">'
+            f"{_history_plots(agent)}</div></div>"
+        )
+    if not cards:
+        return _section("history", '<p class="empty">No task agent has sampled a path yet.</p>')
+    legend = (
+        '<p class="legend"><span class="sw admitted"></span>admitted candidate '
+        '<span class="sw rejected"></span>rejected candidate '
+        '<span class="sw best-line"></span>best score so far '
+        '<span class="sw test"></span>test quality of the best path at the end of a cycle</p>'
+    )
+    return _section("history", legend + f'<div class="cards">{"".join(cards)}</div>')
+
+
+def system_graph(view: SystemView, labels: dict[str, str]) -> str:
+    """Each task's best path as a strip of its components (colour: how the task got it), then
+    a task x owner matrix (see :mod:`munet.report.system_graph`)."""
+    return _section("system", graph_body(view, labels))
+
+
+def _unique_params(paths: Sequence[PathView], view: SystemView) -> tuple[int, int]:
+    """(params the agent added, params it reuses) over the components of its paths."""
+    added: dict[str, int] = {}
+    reused: dict[str, int] = {}
+    for path in paths:
+        for use in path.components:
+            target = reused if use.status == SHARED else added
+            target[use.key] = use.num_params
+        for _slot, sub_id in path.subpaths:
+            for use in view.paths[sub_id].components if sub_id in view.paths else []:
+                reused[use.key] = use.num_params
+    return sum(added.values()), sum(reused.values())
+
+
+def params_per_task(view: SystemView, labels: dict[str, str]) -> str:
+    """Stacked bars: parameters each task added to the system vs reused from it."""
+    tasks = [a for a in view.tasks if a.published]
+    if not tasks:
+        return _section("params", '<p class="empty">No task has a published path yet.</p>')
+    added, reused = zip(*(_unique_params(a.published, view) for a in tasks), strict=True)
+    chart = hbar_chart(
+        [labels[a.agent_id] for a in tasks],
+        [("added", added, "added"), ("reused", reused, "reused")],
+    )
+    total = sum(added) + sum(
+        _unique_params(a.published, view)[0] for a in view.agents.values() if a.is_root
+    )
+    legend = (
+        '<p class="legend"><span class="sw added"></span>added (components the task owns: '
+        'trained from scratch or cloned) <span class="sw reused"></span>reused (frozen '
+        f"components of other agents) · system total {fmt_number(total)} params</p>"
+    )
+    return _section("params", legend + chart, "Over the components of each task's published paths.")
+
+
+def multipath(view: SystemView, labels: dict[str, str]) -> str:
+    """Each multipath path's slots: the subpath, its task and its quality."""
+    rows = []
+    routed: Counter = Counter()
+    for agent in view.tasks:
+        for path in agent.published:
+            if not path.subpaths:
+                continue
+            for i, (slot, sub_id) in enumerate(path.subpaths):
+                sub = view.paths.get(sub_id)
+                sub_agent = sub_id.rpartition(":")[0]
+                routed[sub_agent] += 1
+                first = (
+                    f'<td rowspan="{len(path.subpaths)}"><b>{escape(labels[agent.agent_id])}</b>'
+                    f"<br><small>{escape(path.full_id)} · score "
+                    f"{fmt_number(path.score)} · test "
+                    f"{fmt_number(as_float(path.metrics.get('test_quality')))}</small></td>"
+                    if i == 0
+                    else ""
+                )
+                quality = as_float(sub.metrics.get("test_quality")) if sub else None
+                params = sum(u.num_params for u in sub.components) if sub else None
+                rows.append(
+                    f"<tr>{first}<td>{escape(slot)}</td><td>{escape(sub_id)}</td>"
+                    f"<td>{escape(labels.get(sub_agent, sub.task_name if sub else '-'))}</td>"
+                    f'<td class="num">{fmt_number(quality)}</td>'
+                    f'<td class="num">{fmt_number(params)}</td></tr>'
+                )
+    if not rows:
+        return _section("multipath", '<p class="empty">No multipath paths in this system.</p>')
+    summary = ", ".join(
+        f"{escape(labels.get(a, a))} ({n})" for a, n in sorted(routed.items(), key=lambda x: -x[1])
+    )
+    table = (
+        '<div class="scroll"><table class="multipath"><thead><tr><th>multipath path</th>'
+        "<th>slot</th><th>subpath</th><th>task</th><th>subpath test quality</th>"
+        f"<th>subpath params</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
+    return _section("multipath", f"<p>Tasks routed through: {summary}.</p>{table}")
+
+
+def mutations(view: SystemView, labels: dict[str, str], top: int = 20) -> str:
+    """The mutations that fired most often in admitted paths, with how often they fired."""
+    counts = mutation_counts(view.tasks)[:top]
+    if not counts:
+        return _section("mutations", '<p class="empty">No mutation fired yet.</p>')
+    names = [name for name, _, _ in counts]
+    chart = hbar_chart(
+        names,
+        [
+            ("in admitted paths", [a for _, a, _ in counts], "admitted-bar"),
+            ("in rejected paths", [s - a for _, a, s in counts], "rejected-bar"),
+        ],
+        label_width=200,
+    )
+    legend = (
+        '<p class="legend"><span class="sw admitted-bar"></span>fired in admitted paths '
+        '<span class="sw rejected-bar"></span>fired in rejected paths</p>'
+    )
+    return _section(
+        "mutations", legend + chart, f"The {len(counts)} most admitted, over every task's history."
+    )

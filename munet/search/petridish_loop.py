@@ -1,0 +1,385 @@
+"""Petridish's distributed growth loop (Archai's `SearcherPetridish.search`, seeds/001).
+
+The loop, as the seed runs it, on any executor:
+
+1. Seed models, one per point of the objective's macro grid, are submitted as "seed" jobs
+   (trained first).
+2. Whenever a job finishes (whichever finishes first):
+   - a trained model ("seed" or "train" job) joins the pool (the seed's hull points); a parent
+     is sampled from the eps band of the pool's lower convex hull of error vs cost (weights
+     favour less-sampled and cheaper points; the parent's sampling count rises and its child
+     inherits it) and a "search" job grows it;
+   - a grown model ("search" job) gets a "train" job.
+3. Stop when the costliest pool model exceeds `max_cost` or the pool holds more than
+   `max_pool_size` models (plus optional budgets: trained models, simulated seconds); cancel
+   what is still running; write the frontier plot, the frontier's models and the whole pool.
+
+Beyond the seed: the state (pool, jobs in flight with their inputs, random state, counters) is
+checkpointed after *every* finished job, atomically, and `resume=True` continues from it by
+re-submitting only the jobs that were in flight (the seed restores its hull but no jobs, so its
+restored loop would wait forever). A failed job is logged and replaced by a new parent sample,
+so the number of jobs in flight stays what the seed keeps; `max_consecutive_failures` stops a
+loop that only fails. With the in-process executor jobs run first-in first-out, so a seeded run
+(and an interrupted-then-resumed one) replays exactly.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import random
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .base import rng_state_from_json, rng_state_to_json
+from .executors import Executor
+from .frontier import write_outputs
+from .hull import eps_band, hull_sampling_weights
+from .jobs import run_objective_job
+from .objectives.base import GrowthObjective, derived_seed
+from .run_state import load_run_state, refuse_existing_state, save_run_state
+
+logger = logging.getLogger(__name__)
+
+@dataclass(frozen=True)
+class PetridishSettings:
+    """Settings of the loop (Archai's `petridish` config section).
+
+    Attributes:
+        eps: relative width of the band above the hull (`convex_hull_eps`, 0.025).
+        max_cost: stop once a pool model's cost exceeds this (`max_madd`); None = never.
+        max_pool_size: stop once the pool holds more models (`max_hull_points`, 100).
+        max_trained: also stop after this many trained models; None = no such budget.
+        time_budget: also stop once finished jobs' training seconds add up past this.
+        seed: randomness of parent sampling and of every job's seed.
+        max_consecutive_failures: stop after this many failed jobs in a row.
+    """
+
+    eps: float = 0.025
+    max_cost: float | None = None
+    max_pool_size: int = 100
+    max_trained: int | None = None
+    time_budget: float | None = None
+    seed: int = 0
+    max_consecutive_failures: int = 10
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.eps) and self.eps >= 0):
+            raise ValueError(f"eps must be a finite number >= 0, got {self.eps!r}")
+        if self.max_pool_size < 1:
+            raise ValueError(f"max_pool_size must be >= 1, got {self.max_pool_size!r}")
+        if self.max_trained is not None and self.max_trained < 1:
+            raise ValueError(f"max_trained must be >= 1, got {self.max_trained!r}")
+        if self.time_budget is not None and not self.time_budget > 0:
+            raise ValueError(f"time_budget must be > 0 seconds, got {self.time_budget!r}")
+        if self.max_consecutive_failures < 1:
+            raise ValueError(
+                f"max_consecutive_failures must be >= 1, got {self.max_consecutive_failures!r}"
+            )
+
+
+@dataclass
+class PoolPoint:
+    """A trained model in the pool (the seed's `ConvexHullPoint` after its train stage)."""
+
+    id: int  # id of the job that trained it
+    candidate: Any
+    error: float
+    cost: float
+    sampling_count: int
+    parent_id: int | None  # pool id of the model it was grown from; None for seed models
+    stage: str  # "seed" or "train"
+    weights: str | None  # relative to the output folder
+    train_seconds: float  # its search + train jobs (or its seed job)
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class LoopReport:
+    """What a finished (or interrupted) loop returns."""
+
+    pool: list[PoolPoint]
+    stop_reason: str
+    num_jobs: int
+    num_failed: int
+    simulated_seconds: float
+    outputs: dict[str, str]
+
+
+class PetridishLoop:
+    """One Petridish run writing into `out_dir` (see the module docstring).
+
+    Args:
+        objective: what to train and grow.
+        executor: where jobs run (`InProcessExecutor`, `RayExecutor`).
+        out_dir: output folder: state.json, models/, frontier.png, frontier.json, pool.json.
+        settings: loop settings.
+        resume: continue from `out_dir/state.json` (same objective and settings required).
+        progress: called with one line per finished job (e.g. `print`).
+
+    Raises:
+        ValueError: resume without a state, or a state of another objective or settings;
+            a fresh run into a folder that already holds a state.
+    """
+
+    def __init__(
+        self,
+        objective: GrowthObjective,
+        executor: Executor,
+        out_dir: str | os.PathLike,
+        settings: PetridishSettings | None = None,
+        *,
+        resume: bool = False,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.objective = objective
+        self.executor = executor
+        self.out_dir = os.path.abspath(out_dir)
+        self.settings = settings or PetridishSettings()
+        self.progress = progress or (lambda line: None)
+        self._uses_weights = bool(getattr(objective, "uses_weights", True))
+        self.rng = random.Random(self.settings.seed)
+        self.pool: list[PoolPoint] = []
+        self.in_flight: dict[int, dict[str, Any]] = {}  # job id -> spec, submission order
+        self.finished: list[dict[str, Any]] = []  # one record per finished job
+        self.next_job_id = 0
+        self.simulated_seconds = 0.0
+        self.num_failed = 0
+        self.consecutive_failures = 0
+        self.stop_reason: str | None = None
+        if resume:
+            self._load()
+        else:
+            refuse_existing_state(self.out_dir)
+        self._resumed = resume
+
+    # ---------------------------------------------------------------------------- the loop
+
+    def run(self, max_results: int | None = None) -> LoopReport:
+        """Run until a stop rule holds (or `max_results` more jobs finished: an interruption).
+
+        Returns:
+            The report; outputs are written only when a stop rule ended the loop.
+        """
+        os.makedirs(os.path.join(self.out_dir, "models"), exist_ok=True)
+        if self._resumed:
+            for spec in list(self.in_flight.values()):
+                self._submit_spec(spec)
+        elif not self.finished and not self.in_flight:
+            for candidate in self.objective.seed_candidates():
+                self._submit("seed", candidate, None, parent_id=None, sampling_count=0)
+            self._checkpoint()
+        handled = 0
+        while self.stop_reason is None:
+            self.stop_reason = self._stop_rule()
+            if self.stop_reason is not None:
+                break
+            if not self.in_flight:
+                self.stop_reason = "no job left in flight (every job failed)"
+                break
+            if max_results is not None and handled >= max_results:
+                return self._report({})
+            for outcome in self.executor.wait():
+                spec = self.in_flight.pop(outcome.job_id)
+                self._handle(spec, outcome.result if outcome.ok else None, outcome.error)
+                handled += 1
+                self._checkpoint()
+                if self._stop_rule() is not None:
+                    break
+        cancelled = self.executor.cancel_all()
+        if cancelled:
+            self.progress(f"cancelled {len(cancelled)} job(s) still in flight: {cancelled}")
+        self.in_flight.clear()
+        self._checkpoint()
+        outputs = write_outputs(self.out_dir, self.pool, self.settings.eps, self.objective)
+        self.progress(f"stopped: {self.stop_reason}")
+        return self._report(outputs)
+
+    def _report(self, outputs: dict[str, str]) -> LoopReport:
+        return LoopReport(
+            pool=list(self.pool),
+            stop_reason=self.stop_reason or "interrupted",
+            num_jobs=len(self.finished),
+            num_failed=self.num_failed,
+            simulated_seconds=self.simulated_seconds,
+            outputs=outputs,
+        )
+
+    def _stop_rule(self) -> str | None:
+        """The seed's `_is_search_done`, plus the optional budgets."""
+        s = self.settings
+        if self.pool:
+            costliest = max(p.cost for p in self.pool)
+            if s.max_cost is not None and costliest > s.max_cost:
+                return f"a model's cost {costliest:.6g} exceeds max_cost {s.max_cost:.6g}"
+            if len(self.pool) > s.max_pool_size:
+                return f"pool holds {len(self.pool)} models > max_pool_size {s.max_pool_size}"
+        if s.max_trained is not None and len(self.pool) >= s.max_trained:
+            return f"trained {len(self.pool)} models (max_trained {s.max_trained})"
+        if s.time_budget is not None and self.simulated_seconds > s.time_budget:
+            return f"{self.simulated_seconds:.6g} training seconds > budget {s.time_budget:.6g}"
+        if self.consecutive_failures >= s.max_consecutive_failures:
+            return f"{self.consecutive_failures} jobs failed in a row"
+        return None
+
+    def _handle(self, spec: dict[str, Any], result: dict[str, Any] | None, error: str | None):
+        stage, job_id = spec["stage"], spec["id"]
+        record = {"id": job_id, "stage": stage, "parent_id": spec["parent_id"], "failure": error}
+        if result is None:
+            self.num_failed += 1
+            self.consecutive_failures += 1
+            self.finished.append(record)
+            self.progress(f"job {job_id} {stage} FAILED: {error}")
+            logger.info("petridish job %d (%s) failed: %s", job_id, stage, error)
+            # Keep the seed's number of jobs in flight: grow another sampled parent.
+            if self.pool:
+                self._grow_sampled_parent()
+            return
+        self.consecutive_failures = 0
+        seconds = float(result.get("train_seconds") or 0.0)
+        self.simulated_seconds += seconds
+        record.update(
+            {k: result.get(k) for k in ("candidate", "error", "cost", "train_seconds", "metrics")}
+        )
+        self.finished.append(record)
+        if stage == "search":
+            self._submit(
+                "train",
+                result["candidate"],
+                result.get("weights"),
+                parent_id=spec["parent_id"],
+                sampling_count=spec["sampling_count"],
+                search_seconds=seconds,
+            )
+        else:
+            point = PoolPoint(
+                id=job_id,
+                candidate=result["candidate"],
+                error=float(result["error"]),
+                cost=float(result["cost"]),
+                sampling_count=spec["sampling_count"],
+                parent_id=spec["parent_id"],
+                stage=stage,
+                weights=self._relative(result.get("weights")),
+                train_seconds=seconds + float(spec.get("search_seconds", 0.0)),
+                metrics=dict(result.get("metrics") or {}),
+            )
+            self.pool.append(point)
+            if self._stop_rule() is None:
+                self._grow_sampled_parent()
+        self.progress(self._progress_line(spec, result))
+
+    def _grow_sampled_parent(self) -> None:
+        """The seed's `sample_from_hull` followed by a search job for the sampled parent."""
+        costs = [p.cost for p in self.pool]
+        errors = [p.error for p in self.pool]
+        band = [self.pool[i] for i in eps_band(costs, errors, self.settings.eps)]
+        weights = hull_sampling_weights([p.sampling_count for p in band], [p.cost for p in band])
+        (parent,) = self.rng.choices(band, weights=weights)
+        parent.sampling_count += 1
+        self._submit(
+            "search",
+            parent.candidate,
+            self._absolute(parent.weights),
+            parent_id=parent.id,
+            sampling_count=parent.sampling_count,
+        )
+
+    def _submit(self, stage, candidate, init_weights, *, parent_id, sampling_count, **extra):
+        job_id = self.next_job_id
+        self.next_job_id += 1
+        out_weights = None
+        if self._uses_weights and stage in ("seed", "search", "train"):
+            out_weights = os.path.join("models", f"{job_id:05d}-{stage}.safetensors")
+        spec = {
+            "id": job_id,
+            "stage": stage,
+            "candidate": candidate,
+            "init_weights": self._relative(init_weights),
+            "out_weights": out_weights,
+            "seed": derived_seed(self.settings.seed, job_id),
+            "parent_id": parent_id,
+            "sampling_count": sampling_count,
+            **extra,
+        }
+        self.in_flight[job_id] = spec
+        self._submit_spec(spec)
+
+    def _submit_spec(self, spec: dict[str, Any]) -> None:
+        payload = {
+            "objective": self.objective.to_json(),
+            "stage": spec["stage"],
+            "candidate": spec["candidate"],
+            "init_weights": self._absolute(spec["init_weights"]),
+            "out_weights": self._absolute(spec["out_weights"]),
+            "seed": spec["seed"],
+        }
+        self.executor.submit(spec["id"], run_objective_job, payload)
+
+    def _progress_line(self, spec: dict[str, Any], result: dict[str, Any]) -> str:
+        error = result.get("error")
+        error_text = "   -   " if error is None else f"{error:.4f}"
+        return (
+            f"job {spec['id']:>4} {spec['stage']:<6} {self.objective.describe(result['candidate'])}"
+            f"  error {error_text}  cost {result['cost']:.4g}"
+            f"  {float(result.get('train_seconds') or 0):.2f}s"
+            f"  pool {len(self.pool)}  in flight {len(self.in_flight)}"
+        )
+
+    # ------------------------------------------------------------------------ paths, state
+
+    def _relative(self, path: str | None) -> str | None:
+        if path is None:
+            return None
+        return os.path.relpath(path, self.out_dir) if os.path.isabs(path) else path
+
+    def _absolute(self, path: str | None) -> str | None:
+        return None if path is None else os.path.join(self.out_dir, path)
+
+    def _identity(self) -> dict[str, Any]:
+        return {"objective": self.objective.to_json(), "settings": asdict(self.settings)}
+
+    def _checkpoint(self) -> None:
+        save_run_state(
+            self.out_dir,
+            self._identity(),
+            {
+                "rng": rng_state_to_json(self.rng),
+                "next_job_id": self.next_job_id,
+                "pool": [asdict(p) for p in self.pool],
+                "in_flight": list(self.in_flight.values()),
+                "finished": self.finished,
+                "simulated_seconds": self.simulated_seconds,
+                "num_failed": self.num_failed,
+                "consecutive_failures": self.consecutive_failures,
+                "stop_reason": self.stop_reason,
+            },
+        )
+
+    def _load(self) -> None:
+        state = load_run_state(self.out_dir, self._identity())
+        self.rng.setstate(rng_state_from_json(state["rng"]))
+        self.next_job_id = int(state["next_job_id"])
+        self.pool = [PoolPoint(**p) for p in state["pool"]]
+        self.in_flight = {int(spec["id"]): spec for spec in state["in_flight"]}
+        self.finished = list(state["finished"])
+        self.simulated_seconds = float(state["simulated_seconds"])
+        self.num_failed = int(state["num_failed"])
+        self.consecutive_failures = int(state["consecutive_failures"])
+        self.stop_reason = state.get("stop_reason")
+
+
+def run_petridish(
+    objective: GrowthObjective,
+    executor: Executor,
+    out_dir: str | os.PathLike,
+    settings: PetridishSettings | None = None,
+    *,
+    resume: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> LoopReport:
+    """Run (or resume) a Petridish loop to its end; see `PetridishLoop`."""
+    loop = PetridishLoop(objective, executor, out_dir, settings, resume=resume, progress=progress)
+    return loop.run()
