@@ -19,7 +19,8 @@ prepare_openmp_env()
 
 # Modules of this package that contribute subcommands, in the order `munet --help` lists them.
 COMMAND_MODULES = (
-    "agents", "export", "predict", "checkpoint", "tasks", "nasbench", "es", "search", "report"
+    "agents", "launch", "export", "predict", "checkpoint", "tasks", "nasbench", "es", "search",
+    "report",
 )  # fmt: skip
 
 
