@@ -11,7 +11,7 @@ $(BIN)/munet: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# torch is pinned through the constraints file (a CPU wheel); the package accepts a range.
-	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev,hf,ray]"
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev,hf,ray,s3]"
 	touch $(BIN)/munet
 
 setup: $(BIN)/munet

@@ -26,6 +26,7 @@ prepare_openmp_env()
 # Modules of this package that contribute subcommands, in the order `munet --help` lists them.
 COMMAND_MODULES = (
     "agents",
+    "launch",
     "doctor",
     "export",
     "predict",

@@ -5,6 +5,13 @@ to nothing (absolute local paths or the fsspec path of the URL). `LocalFS` gives
 atomic commits (fsync + rename) and memory-mapped reads. `FsspecFS` runs the same store on any
 fsspec filesystem (object stores, `memory://`): there a directory rename is not atomic, so the
 store writes a state in place and its manifest last, which is the commit marker readers need.
+
+fsspec caches directory listings in each filesystem instance (s3fs and gcsfs: for ever by
+default) and shares instances between every user of the same URL in a process, so `FsspecFS`
+drops the cached listing of a path before each listing or metadata query: an agent that runs for
+days still sees the states other agents committed after it started. Reads of part of a file are
+ranged requests (`cat_file(start, end)`): opening a path reads its components' bytes, not
+whole shards.
 """
 
 from __future__ import annotations
@@ -13,6 +20,8 @@ import mmap
 import os
 import shutil
 import stat
+import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
@@ -44,6 +53,12 @@ class StateFS(ABC):
     def exists(self, path: str) -> bool:
         """Whether a file or directory exists."""
 
+    def dirs_with_file(self, path: str, filename: str) -> list[str]:
+        """Names of the subdirectories of `path` that hold a file `filename`."""
+        return [
+            name for name in self.listdir(path) if self.exists(self.join(path, name, filename))
+        ]
+
     @abstractmethod
     def makedirs(self, path: str) -> None:
         """Create a directory and its parents (no error if it exists)."""
@@ -67,6 +82,14 @@ class StateFS(ABC):
     @abstractmethod
     def size(self, path: str) -> int:
         """Size of a file in bytes."""
+
+    @abstractmethod
+    def remove_file(self, path: str) -> None:
+        """Delete one file.
+
+        Raises:
+            FileNotFoundError: it does not exist.
+        """
 
     @abstractmethod
     def rename(self, src: str, dst: str) -> None:
@@ -191,6 +214,11 @@ class LocalFS(StateFS):
         self._refuse_links(path)
         return os.lstat(path).st_size
 
+    def remove_file(self, path: str) -> None:
+        # A link itself is removed, never its target; a linked folder above it is refused.
+        self._refuse_links(os.path.dirname(path))
+        os.remove(path)
+
     def rename(self, src: str, dst: str) -> None:
         # os.rename of a directory onto a missing name is atomic on POSIX; it fails (rather
         # than merging) if dst exists and is not empty. It renames a link itself, never its
@@ -255,21 +283,52 @@ class FsspecFS(StateFS):
     def __init__(self, fs: fsspec.AbstractFileSystem) -> None:
         self.fs = fs
 
+    def _forget(self, path: str) -> None:
+        """Drop fsspec's cached listing of `path` (and its parents): ask the store afresh."""
+        self.fs.invalidate_cache(path)
+
     def listdir(self, path: str) -> list[str]:
+        self._forget(path)
         try:
             entries = self.fs.ls(path, detail=False)
         except FileNotFoundError:
             return []
-        return sorted(e.rstrip("/").rsplit("/", 1)[-1] for e in entries)
+        base = path.rstrip("/")
+        # Some stores list a directory's own marker object; it is not an entry.
+        return sorted(
+            e.rstrip("/").rsplit("/", 1)[-1] for e in entries if e.rstrip("/") != base
+        )
 
     def exists(self, path: str) -> bool:
+        self._forget(path)
         return self.fs.exists(path)
+
+    def dirs_with_file(self, path: str, filename: str) -> list[str]:
+        # One recursive listing (object stores page through keys, 1,000 per request) instead
+        # of an existence check per subdirectory.
+        self._forget(path)
+        try:
+            files = self.fs.find(path)
+        except FileNotFoundError:
+            return []
+        base = path.rstrip("/") + "/"
+        found = set()
+        for file in files:
+            file = file.lstrip("/") if not base.startswith("/") else file
+            if not file.startswith(base):
+                continue
+            parts = file[len(base) :].split("/")
+            if len(parts) == 2 and parts[1] == filename:
+                found.add(parts[0])
+        return sorted(found)
 
     def makedirs(self, path: str) -> None:
         self.fs.makedirs(path, exist_ok=True)
 
     def write_bytes(self, path: str, data: bytes) -> None:
+        # One PUT: an object store makes the whole object visible at once, never a prefix.
         self.fs.pipe_file(path, data)
+        self._forget(path)
 
     def read_bytes(self, path: str) -> bytes:
         return self.fs.cat_file(path)
@@ -278,14 +337,25 @@ class FsspecFS(StateFS):
         return self.fs.cat_file(path, start=start, end=end)
 
     def size(self, path: str) -> int:
+        self._forget(path)
         return int(self.fs.size(path))
+
+    def remove_file(self, path: str) -> None:
+        self._forget(path)
+        if not self.fs.exists(path):
+            raise FileNotFoundError(path)
+        self.fs.rm_file(path)
+        self._forget(path)
 
     def rename(self, src: str, dst: str) -> None:
         self.fs.mv(src, dst, recursive=True)
+        self._forget(src)
+        self._forget(dst)
 
     def remove_tree(self, path: str) -> None:
-        if self.fs.exists(path):
+        if self.exists(path):
             self.fs.rm(path, recursive=True)
+        self._forget(path)
 
 
 def open_state_fs(root: str | os.PathLike[str]) -> tuple[StateFS, str]:
@@ -302,3 +372,102 @@ def open_state_fs(root: str | os.PathLike[str]) -> tuple[StateFS, str]:
         return LocalFS(resolved), resolved
     fs, path = fsspec.core.url_to_fs(root)
     return FsspecFS(fs), path.rstrip("/")
+
+
+class InstrumentedFS(StateFS):
+    """Wraps a filesystem to count requests and bytes read, and to add a fixed latency to each
+    request: an object store's round trip, simulated (benchmarks and tests).
+
+    Args:
+        inner: the filesystem doing the work.
+        latency: seconds slept before each request.
+
+    Attributes:
+        requests: requests made, by operation name.
+        bytes_read: bytes returned by `read_bytes` and `read_range`.
+    """
+
+    def __init__(self, inner: StateFS, latency: float = 0.0) -> None:
+        self.inner = inner
+        self.latency = float(latency)
+        self.atomic_rename = inner.atomic_rename
+        self.requests: dict[str, int] = {}
+        self.bytes_read = 0
+        self._count_lock = threading.Lock()
+
+    def _request(self, name: str) -> None:
+        with self._count_lock:
+            self.requests[name] = self.requests.get(name, 0) + 1
+        if self.latency > 0:
+            time.sleep(self.latency)
+
+    def _read(self, data: bytes) -> bytes:
+        with self._count_lock:
+            self.bytes_read += len(data)
+        return data
+
+    def reset(self) -> None:
+        """Zero the counters."""
+        with self._count_lock:
+            self.requests = {}
+            self.bytes_read = 0
+
+    @property
+    def total_requests(self) -> int:
+        return sum(self.requests.values())
+
+    def join(self, *parts: str) -> str:
+        return self.inner.join(*parts)
+
+    def listdir(self, path: str) -> list[str]:
+        self._request("listdir")
+        return self.inner.listdir(path)
+
+    def exists(self, path: str) -> bool:
+        self._request("exists")
+        return self.inner.exists(path)
+
+    def dirs_with_file(self, path: str, filename: str) -> list[str]:
+        self._request("find")
+        return self.inner.dirs_with_file(path, filename)
+
+    def makedirs(self, path: str) -> None:
+        self._request("makedirs")
+        self.inner.makedirs(path)
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        self._request("write")
+        self.inner.write_bytes(path, data)
+
+    def write_with(self, path: str, write: Callable[[str], None], data: Callable[[], bytes]):
+        self._request("write")
+        self.inner.write_with(path, write, data)
+
+    def read_bytes(self, path: str) -> bytes:
+        self._request("read")
+        return self._read(self.inner.read_bytes(path))
+
+    def read_range(self, path: str, start: int, end: int) -> bytes:
+        self._request("read_range")
+        return self._read(self.inner.read_range(path, start, end))
+
+    def size(self, path: str) -> int:
+        self._request("size")
+        return self.inner.size(path)
+
+    def remove_file(self, path: str) -> None:
+        self._request("remove")
+        self.inner.remove_file(path)
+
+    def rename(self, src: str, dst: str) -> None:
+        self._request("rename")
+        self.inner.rename(src, dst)
+
+    def remove_tree(self, path: str) -> None:
+        self._request("remove")
+        self.inner.remove_tree(path)
+
+    def sync_dir(self, path: str) -> None:
+        self.inner.sync_dir(path)
+
+    # No memory maps: every read goes through read_range, so it is counted.

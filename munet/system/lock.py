@@ -6,8 +6,10 @@ it over (the file still names the dead owner, which is reported). The file is ne
 deleting a lock file lets two processes lock two different inodes. The file also records the
 owner (host, pid, start time) so a refusal says who holds the agent.
 
-On other filesystems (no flock) the lock is an owner file: taken when absent, or when it names
-a process on this host that is no longer alive. This is best effort; run one writer per agent.
+On other filesystems (object stores, any fsspec URL; local disk without flock) processes on
+different machines share no kernel, so the lock is a lease in the store itself: claim files with
+a heartbeat and an expiry (`munet.system.lease`). A killed holder's lease is taken over once it
+expires; a live holder's never is.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from munet.system.errors import AgentLockedError
 
 try:
     import fcntl
-except ImportError:  # Not POSIX (Windows): fall back to the owner-file lock.
+except ImportError:  # Not POSIX (Windows): fall back to the lease.
     fcntl = None  # type: ignore[assignment]
 from munet.system.fs import LocalFS, StateFS
+from munet.system.lease import AgentLease
+from munet.system.lease import describe_holder as _describe
 
 LOCK_FILE = ".lock"
 
@@ -38,28 +42,12 @@ def _owner_info() -> dict[str, Any]:
     }
 
 
-def _describe(owner: dict[str, Any] | None) -> str:
-    if not owner:
-        return "an unknown process"
-    return f"pid {owner.get('pid')} on host {owner.get('host')} since {owner.get('since')}"
-
-
 def _parse_owner(data: bytes) -> dict[str, Any] | None:
     try:
         owner = json.loads(data.decode() or "null")
     except (UnicodeDecodeError, json.JSONDecodeError):
         return None
     return owner if isinstance(owner, dict) else None
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class AgentLock:
@@ -69,12 +57,24 @@ class AgentLock:
         fs: the state dir's filesystem.
         agent_dir: the agent's folder (created if missing).
         agent_id: for messages.
+        lease_ttl: seconds a lease stays live without a heartbeat (fsspec stores; default
+            `MUNET_LEASE_TTL` or 30).
+        lease_tag: the launch this process belongs to; a live lease of the same launch (a
+            killed earlier attempt) is waited out instead of refused.
 
     Attributes:
         took_over: the previous owner when a stale lock (dead process) was taken over.
     """
 
-    def __init__(self, fs: StateFS, agent_dir: str, agent_id: str) -> None:
+    def __init__(
+        self,
+        fs: StateFS,
+        agent_dir: str,
+        agent_id: str,
+        *,
+        lease_ttl: float | None = None,
+        lease_tag: str | None = None,
+    ) -> None:
         self.fs = fs
         self.agent_dir = agent_dir
         self.agent_id = agent_id
@@ -82,10 +82,16 @@ class AgentLock:
         self.took_over: dict[str, Any] | None = None
         self._fd: int | None = None
         self._held = False
+        self.lease: AgentLease | None = None
+        if not (isinstance(fs, LocalFS) and fcntl is not None):
+            self.lease = AgentLease(fs, agent_dir, agent_id, ttl=lease_ttl, tag=lease_tag)
+            self.path = self.lease.dir
 
     @property
     def held(self) -> bool:
-        """Whether this object holds the lock now."""
+        """Whether this object holds the lock now (a lost or unrenewed lease is not held)."""
+        if self.lease is not None:
+            return self._held and self.lease.held
         return self._held
 
     def acquire(self, stacklevel: int = 2) -> AgentLock:
@@ -100,15 +106,17 @@ class AgentLock:
         if self._held:
             raise AgentLockedError(f"agent {self.agent_id!r}: this lock is already held")
         self.fs.makedirs(self.agent_dir)
-        if isinstance(self.fs, LocalFS) and fcntl is not None:
+        if self.lease is None:
             self._acquire_flock()
         else:
-            self._acquire_owner_file()
+            self.lease.acquire()
+            self.took_over = self.lease.took_over
         self._held = True
         if self.took_over:
+            gone = "that process is gone" if self.lease is None else "its lease expired"
             warnings.warn(
                 f"agent {self.agent_id!r}: took over a stale lock left by "
-                f"{_describe(self.took_over)} (that process is gone)",
+                f"{_describe(self.took_over)} ({gone})",
                 stacklevel=stacklevel,
             )
         return self
@@ -134,18 +142,6 @@ class AgentLock:
         os.fsync(fd)
         self._fd = fd
 
-    def _acquire_owner_file(self) -> None:
-        if self.fs.exists(self.path):
-            owner = _parse_owner(self.fs.read_bytes(self.path))
-            same_host = owner is not None and owner.get("host") == socket.gethostname()
-            if owner and not (same_host and not _pid_alive(int(owner.get("pid", -1)))):
-                raise AgentLockedError(
-                    f"agent {self.agent_id!r} is already running: its lock {self.path} is held "
-                    f"by {_describe(owner)}; stop that process or remove the lock file"
-                )
-            self.took_over = owner
-        self.fs.write_bytes(self.path, json.dumps(_owner_info()).encode())
-
     def release(self) -> None:
         """Give the lock back (idempotent)."""
         if not self._held:
@@ -157,14 +153,8 @@ class AgentLock:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
-        else:
-            self._remove_owner_file()
-
-    def _remove_owner_file(self) -> None:
-        try:
-            self.fs.write_bytes(self.path, b"")
-        except OSError:
-            pass
+        elif self.lease is not None:
+            self.lease.release()
 
     def __enter__(self) -> AgentLock:
         if not self._held:

@@ -4,6 +4,7 @@ Layout (one folder per agent, one folder per committed state):
 
     ROOT/<agent_id>/state_<cycle>_<generation>/manifest.json
                                                paths.csv
+                                               population.json
                                                components-00000.safetensors ...
     ROOT/<agent_id>/.lock
 
@@ -74,6 +75,9 @@ from munet.system.shards import (
 
 MANIFEST = "manifest.json"
 HISTORY = "paths.csv"
+# How the agent saw the whole system (one entry per path of every agent): it grows with the
+# number of agents, so it is kept out of the manifest that every other agent reads.
+POPULATION = "population.json"
 FORMAT = "munet-system-state"
 FORMAT_VERSION = 1
 _STATE_DIR = re.compile(r"^state_(\d+)_(\d+)$")
@@ -152,6 +156,10 @@ class SystemStore:
     Args:
         root: state dir, e.g. `/data/state` or `memory://state` (created when written).
         max_shard_bytes: a new shard starts once a shard would grow past this.
+        lease_ttl: on fsspec stores, seconds an agent's lease stays live without a heartbeat
+            (default `MUNET_LEASE_TTL` or 30).
+        lease_tag: the launch this process belongs to (a live lease of the same launch, left
+            by a killed earlier attempt, is waited out instead of refused).
 
     Only the process holding `lock(agent_id)` may `save_state` that agent; everyone may
     `load` and read everyone's committed states.
@@ -163,7 +171,11 @@ class SystemStore:
         *,
         max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
         fs: StateFS | None = None,
+        lease_ttl: float | None = None,
+        lease_tag: str | None = None,
     ) -> None:
+        self.lease_ttl = lease_ttl
+        self.lease_tag = lease_tag
         if fs is None:
             self.fs, self.root = open_state_fs(root)
         else:
@@ -207,15 +219,17 @@ class SystemStore:
     def list_states(self, agent_id: str) -> list[StateRef]:
         """The agent's committed states, oldest first."""
         agent_dir = self.agent_dir(agent_id)
+        if self.fs.atomic_rename:
+            names = self.fs.listdir(agent_dir)
+        else:
+            # Manifest-last commits: only folders holding a manifest count, found with one
+            # listing (on an object store, not one request per state).
+            names = self.fs.dirs_with_file(agent_dir, MANIFEST)
         states = []
-        for name in self.fs.listdir(agent_dir):
+        for name in names:
             m = _STATE_DIR.match(name)
             if m is None:
                 continue
-            if not self.fs.atomic_rename and not self.fs.exists(
-                self.fs.join(agent_dir, name, MANIFEST)
-            ):
-                continue  # Manifest-last commit not finished.
             states.append(StateRef(agent_id, int(m.group(1)), int(m.group(2))))
         return sorted(states, key=lambda s: (s.cycle, s.generation))
 
@@ -285,7 +299,13 @@ class SystemStore:
         # Refuses (UnsafePathError) an agent folder or `.lock` that is a link, before opening.
         self.fs.exists(self.fs.join(agent_dir, LOCK_FILE))
         # stacklevel 4: acquire <- this generator <- contextlib's __enter__ <- the caller.
-        agent_lock = AgentLock(self.fs, agent_dir, agent_id).acquire(stacklevel=4)
+        agent_lock = AgentLock(
+            self.fs,
+            agent_dir,
+            agent_id,
+            lease_ttl=self.lease_ttl,
+            lease_tag=self.lease_tag,
+        ).acquire(stacklevel=4)
         self._locks[agent_id] = agent_lock
         try:
             self._clean_leftovers(agent_id)
@@ -461,7 +481,7 @@ class SystemStore:
                 else population.first_unsaved_component_id
             ),
             "published": [p.full_id for p in to_publish],
-            "population": population_entries,
+            "population_file": POPULATION,
             "paths": records,
             "components": index,
             "shards": shards_info,
@@ -470,6 +490,10 @@ class SystemStore:
         manifest_bytes = json.dumps(manifest, indent=1, default=json_default).encode()
         self.fs.write_bytes(
             self.fs.join(work_dir, HISTORY), rows_to_csv(population.history).encode()
+        )
+        self.fs.write_bytes(
+            self.fs.join(work_dir, POPULATION),
+            json.dumps({"population": population_entries}, default=json_default).encode(),
         )
         # The manifest goes last: on filesystems without atomic rename it is the commit mark.
         self.fs.write_bytes(self.fs.join(work_dir, MANIFEST), manifest_bytes)

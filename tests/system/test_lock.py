@@ -70,26 +70,15 @@ def test_refusal_message_from_a_fresh_interpreter(tmp_path):
     assert f"AgentLockedError: agent '{A}' is already running" in result.stderr
 
 
-def test_owner_file_lock_on_fsspec_storage(tmp_path):
-    import socket
-
+def test_fsspec_storage_uses_a_lease(tmp_path):
+    """On fsspec storage the lock is a lease (its protocol is tested in test_lease.py)."""
     import fsspec
 
     fsspec.filesystem("memory").store.clear()
     store = SystemStore(f"memory://locks-{tmp_path.name}")
-    with store.lock(A):
+    with store.lock(A) as lock:
+        assert lock.lease is not None and lock.held
         with pytest.raises(AgentLockedError, match=f"pid {os.getpid()}"):
             with store.lock(A):
                 pass
-    dead = subprocess.Popen(["true"])
-    dead.wait()
-    owner = {"host": socket.gethostname(), "pid": dead.pid, "since": "earlier"}
-    store.fs.write_bytes(store.fs.join(store.agent_dir(A), ".lock"), json.dumps(owner).encode())
-    with pytest.warns(UserWarning, match=f"stale lock left by pid {dead.pid}"):
-        with store.lock(A):
-            pass
-    owner["host"] = "another-host"
-    store.fs.write_bytes(store.fs.join(store.agent_dir(A), ".lock"), json.dumps(owner).encode())
-    with pytest.raises(AgentLockedError, match="another-host"):
-        with store.lock(A):
-            pass
+    assert not lock.held

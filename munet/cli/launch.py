@@ -1,0 +1,156 @@
+"""`munet launch`: run many agents at once on a Ray cluster against one shared store.
+
+    munet launch --agent VitCpu --tasks digits,synth/shape,synth/count --cycles 2 -d state/c
+    munet launch --agent VitT3 --tasks cifar10,cifar100,dtd --cycles 8 -d s3://bucket/system \\
+        --ray-address auto --gpus-per-agent 1 --cpus-per-agent 8
+    munet launch --agent VitCpu --tasks digits,synth/shape --agent MultiVitCpu --tasks digits \\
+        --cpus-per-agent 1 --cpus-per-agent 2 --cycles 4 -d state/c     # mixed presets
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Adds `launch`."""
+    from munet.cli.agents import _add_common, _add_config
+
+    parser = subparsers.add_parser(
+        "launch",
+        help="run many agents on a Ray cluster (or a local Ray) against one store",
+        description=(
+            "Run agents as Ray tasks until each completed --cycles cycles, printing one line "
+            "per finished generation and cycle, then the leaderboard. Give --agent PRESET "
+            "--tasks T1,T2 once per preset (mixed presets run together). Without "
+            "--ray-address a local Ray on 127.0.0.1 is started. Needs munet[ray]."
+        ),
+    )
+    parser.add_argument(
+        "--agent", action="append", required=True, dest="agents", help="preset (repeatable)"
+    )
+    parser.add_argument(
+        "--tasks",
+        action="append",
+        required=True,
+        help="comma-separated tasks of the preceding --agent (one --tasks per --agent)",
+    )
+    parser.add_argument("--cycles", type=int, required=True, help="total cycles per agent")
+    _add_common(parser)
+    parser.add_argument("--ray-address", default=None, help="Ray cluster (default: local Ray)")
+    parser.add_argument(
+        "--num-cpus", type=int, default=None, help="CPUs of the local Ray (default: all)"
+    )
+    parser.add_argument(
+        "--cpus-per-agent",
+        type=float,
+        action="append",
+        help="CPUs each agent reserves: once for all, or once per --agent (default 1)",
+    )
+    parser.add_argument(
+        "--gpus-per-agent",
+        type=float,
+        action="append",
+        help="GPUs each agent reserves: once for all, or once per --agent (default 0)",
+    )
+    parser.add_argument(
+        "--root",
+        choices=["none", "random_init"],
+        default="none",
+        help="random_init: create a random-init root model for each singlepath class of the "
+        "launch that has none (default: none; create it with `munet root`)",
+    )
+    parser.add_argument(
+        "--max-retries", type=int, default=3, help="reruns of an agent whose worker died"
+    )
+    parser.add_argument(
+        "--lease-ttl",
+        type=float,
+        default=None,
+        help="seconds an agent's lease on an object store lasts without a heartbeat "
+        "(default: $MUNET_LEASE_TTL or 30)",
+    )
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="forward this environment variable to the workers (repeatable), e.g. "
+        "AWS_ACCESS_KEY_ID when the nodes have no credentials of their own",
+    )
+    _add_config(parser)
+    parser.add_argument(
+        "--agent-set",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("PRESET", "KEY=VALUE"),
+        help="override a config value of one preset's agents only (repeatable), after --set",
+    )
+    parser.set_defaults(func=_launch)
+
+
+def _launch(args: argparse.Namespace) -> int:
+    from munet.agents.singlepath import AgentError
+    from munet.cli.agents import _fail
+    from munet.cluster import agent_specs, launch
+    from munet.config import ConfigError
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger("munet")
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
+    try:
+        specs = agent_specs(
+            args.agents,
+            args.tasks,
+            args.cpus_per_agent,
+            args.gpus_per_agent,
+            [tuple(pair) for pair in args.agent_set],
+        )
+        if args.root == "random_init":
+            _create_roots(specs, args)
+        result = launch(
+            specs,
+            args.state_dir,
+            args.cycles,
+            overrides=args.overrides,
+            ray_address=args.ray_address,
+            num_cpus=args.num_cpus,
+            max_retries=args.max_retries,
+            lease_ttl=args.lease_ttl,
+            env_names=args.env,
+        )
+    except (ConfigError, AgentError, ValueError, ImportError) as err:
+        return _fail(err)
+    if result.interrupted:
+        return 130
+    if result.failures:
+        for agent_id, error in result.failures.items():
+            print(f"munet: error: agent {agent_id} failed: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _create_roots(specs, args: argparse.Namespace) -> None:
+    """A random-init root model for each singlepath class of the launch (a multipath preset's
+    singlepath class included) that has none."""
+    from munet.agents.root import create_root_model
+    from munet.agents.runner import resolve_config
+
+    group_overrides = {s.agent_class: list(s.overrides) for s in specs}
+    classes = []
+    for agent_class in group_overrides:
+        config = resolve_config(agent_class, [*args.overrides, *group_overrides[agent_class]])
+        if getattr(config, "is_multipath", False):
+            agent_class = config.singlepath_agent  # multipath agents have no root of their own
+        if agent_class not in classes:
+            classes.append(agent_class)
+    for agent_class in classes:
+        overrides = [*args.overrides, *group_overrides.get(agent_class, [])]
+        path = create_root_model(resolve_config(agent_class, overrides), args.state_dir)
+        print(f"root model {path.full_id} in {args.state_dir}")

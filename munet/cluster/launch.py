@@ -1,0 +1,341 @@
+"""`munet launch`: run many agents at once on a Ray cluster against one shared store.
+
+Each agent is one Ray task with its CPUs and GPUs; agents run asynchronously and see each
+other's published states at their cycle starts, exactly as separate `munet run` processes do:
+the store is the only coordination. Ray retries a task whose worker or node died (the agent
+resumes from its last committed state); the driver prints one line per finished generation and
+cycle of every agent, then the leaderboard. Ctrl-C cancels the tasks (each agent stops, keeping
+what it committed) and still prints the leaderboard.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from munet.cluster.events import Event, format_event
+from munet.cluster.specs import AgentSpec
+from munet.cluster.worker import run_agent
+
+log = logging.getLogger("munet.cluster")
+
+#: Settings forwarded to the workers when set here (no secrets: credentials normally come from
+#: the nodes themselves; forward more with `env_names`).
+FORWARDED_ENV = (
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_S3",
+    "AWS_DEFAULT_REGION",
+    "AWS_REGION",
+    "MUNET_LEASE_TTL",
+)
+
+
+def import_ray(local: bool = False):
+    """`ray`, with usage statistics off; an error naming the extra when it is missing.
+
+    Args:
+        local: a single-node instance will be started: Ray's node address becomes the
+            loopback, so its servers listen on 127.0.0.1 only (by default Ray advertises and
+            binds the machine's network address, for other nodes to join).
+    """
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if local:
+        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # read when ray is imported
+    try:
+        import ray
+    except ImportError as err:
+        raise ImportError(
+            "munet launch needs Ray: pip install 'munet[ray]' (or pip install 'ray>=2.9')"
+        ) from err
+    if local:
+        # Ray imported earlier in this process read the variable already.
+        from ray._private import ray_constants
+
+        ray_constants.ENABLE_RAY_CLUSTER = False
+    return ray
+
+
+def init_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
+    """Connect to a Ray cluster, or start a local one bound to 127.0.0.1 (no dashboard).
+
+    Args:
+        address: a cluster address (``HOST:6379``, ``ray://HOST:10001``, ``auto``); None
+            starts a local instance.
+        num_cpus: CPUs of the local instance (default: all).
+
+    Returns:
+        Whether this call started Ray (and should shut it down).
+    """
+    ray = import_ray(local=not address)
+    if ray.is_initialized():
+        return False
+    if address:
+        ray.init(address=address, logging_level=logging.WARNING)
+    else:
+        ray.init(
+            num_cpus=num_cpus,
+            include_dashboard=False,
+            _node_ip_address="127.0.0.1",
+            logging_level=logging.WARNING,
+        )
+    return True
+
+
+def _task_body(
+    agent_class: str,
+    task: str,
+    state_dir: str,
+    cycles: int,
+    overrides: list[str],
+    queue: Any,
+    lease_tag: str,
+    lease_ttl: float | None,
+) -> dict[str, Any]:
+    """Runs inside a Ray worker: the agent, with its events sent to the driver's queue."""
+
+    def send(event: Event) -> None:
+        try:
+            queue.put(event, timeout=30)
+        except Exception as e:  # noqa: BLE001 - lost progress lines must not stop the agent
+            logging.getLogger("munet.cluster").warning("progress event lost: %s", e)
+
+    return run_agent(agent_class, task, state_dir, cycles, overrides, send, lease_tag, lease_ttl)
+
+
+def _overrides(spec: AgentSpec, overrides: Sequence[str]) -> list[str]:
+    """The launch-wide overrides, then the agent's own."""
+    return [*overrides, *spec.overrides]
+
+
+def _multipath_dependencies(specs, configs, store) -> dict[str, str]:
+    """Multipath agent id -> the singlepath agent of this launch it must wait for.
+
+    A multipath agent combines paths of its task's singlepath agent, so it cannot start before
+    that agent committed a cycle; when that agent is part of the launch and has none yet, the
+    multipath agent is submitted once it has (so it holds no resources while waiting).
+    """
+    from munet.system import format_agent_id
+
+    ids = {s.agent_id for s in specs}
+    waits = {}
+    for spec in specs:
+        config = configs[spec.agent_id]
+        if not getattr(config, "is_multipath", False):
+            continue
+        main = format_agent_id(config.singlepath_agent, spec.task)
+        if main in ids and store.latest_state(main, end_of_cycle=True) is None:
+            waits[spec.agent_id] = main
+    return waits
+
+
+@dataclass
+class LaunchResult:
+    """What a launch did.
+
+    Attributes:
+        summaries: per finished agent id, its summary (cycles, best path, qualities, ...).
+        failures: per failed agent id, the error.
+        interrupted: stopped by Ctrl-C.
+        rows: the final leaderboard rows.
+        events: every progress event received, in order.
+    """
+
+    summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
+    interrupted: bool = False
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+
+
+def launch(
+    specs: Sequence[AgentSpec],
+    state_dir: str,
+    cycles: int,
+    *,
+    overrides: Sequence[str] = (),
+    ray_address: str | None = None,
+    num_cpus: int | None = None,
+    max_retries: int = 3,
+    lease_ttl: float | None = None,
+    env_names: Sequence[str] = (),
+    echo: Callable[[str], None] = print,
+    on_event: Callable[[Event], None] | None = None,
+    stop_timeout: float = 120.0,
+) -> LaunchResult:
+    """Run the agents as Ray tasks until each completed `cycles` cycles.
+
+    Args:
+        specs: the agents and their resources.
+        state_dir: the system state, a path every node sees or an fsspec URL (``s3://...``).
+        cycles: total cycles per agent.
+        overrides: ``key=value`` config overrides for every agent.
+        ray_address: the cluster; None starts a local Ray on 127.0.0.1 (or uses the Ray this
+            process already initialised).
+        num_cpus: CPUs of a local Ray instance (default: all).
+        max_retries: times Ray reruns an agent whose worker or node died.
+        lease_ttl: agents' lease ttl on fsspec stores (default `MUNET_LEASE_TTL` or 30 s): a
+            retried agent waits up to this long for its dead attempt's lease.
+        env_names: environment variables to forward to the workers besides `FORWARDED_ENV`
+            (e.g. credentials, when the nodes have none of their own).
+        echo: where the progress lines and the leaderboard go.
+        on_event: also called with every progress event (tests, dashboards).
+        stop_timeout: seconds to wait for agents to stop after Ctrl-C before killing them.
+
+    Returns:
+        The agents' summaries and failures, and the final leaderboard.
+
+    Raises:
+        ValueError: no agents, bad cycles, an agent given twice, a bad override or preset.
+        ImportError: Ray is not installed.
+    """
+    from munet.agents.runner import leaderboard_rows, resolve_config
+    from munet.report.leaderboard import format_leaderboard
+    from munet.system import SystemStore
+
+    if not specs:
+        raise ValueError("no agents to launch")
+    if not isinstance(cycles, int) or cycles < 0:
+        raise ValueError(f"cycles {cycles!r}: expected an int >= 0")
+    ids = [s.agent_id for s in specs]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"an agent is given twice: {ids}")
+    store = SystemStore(state_dir)
+    # Bad presets and overrides fail here, before any worker starts.
+    configs = {s.agent_id: resolve_config(s.agent_class, _overrides(s, overrides), store, s.task)
+               for s in specs}
+    waits_for = _multipath_dependencies(specs, configs, store)
+    missing = [name for name in env_names if name not in os.environ]
+    if missing:
+        raise ValueError(f"--env {', '.join(missing)}: not set in this environment")
+    env_vars = {n: os.environ[n] for n in (*FORWARDED_ENV, *env_names) if n in os.environ}
+
+    ray = import_ray(local=not ray_address)
+    from ray.util.queue import Empty, Queue
+
+    started = init_ray(ray_address, num_cpus)
+    result = LaunchResult()
+    try:
+        queue = Queue(actor_options={"num_cpus": 0})
+        remote = ray.remote(_task_body)
+        launch_id = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+        pending: dict[Any, AgentSpec] = {}
+
+        def submit(spec: AgentSpec) -> None:
+            options: dict[str, Any] = {
+                "num_cpus": spec.num_cpus,
+                "num_gpus": spec.num_gpus,
+                "max_retries": max_retries,
+                "retry_exceptions": False,
+                "name": f"munet:{spec.agent_id}",
+            }
+            if env_vars:
+                options["runtime_env"] = {"env_vars": env_vars}
+            ref = remote.options(**options).remote(
+                spec.agent_class,
+                spec.task,
+                state_dir,
+                cycles,
+                _overrides(spec, overrides),
+                queue,
+                launch_id,
+                lease_ttl,
+            )
+            pending[ref] = spec
+
+        deferred = {s.agent_id: s for s in specs if s.agent_id in waits_for}
+        for spec in specs:
+            if spec.agent_id not in deferred:
+                submit(spec)
+        echo(
+            f"launched {len(specs)} agents for {cycles} cycles on Ray "
+            f"({ray_address or 'local instance'}); state: {state_dir}"
+        )
+        for agent_id, main in waits_for.items():
+            echo(f"[{agent_id}] starts once {main} has finished a cycle")
+
+        def release_waiting(main_agent_id: str) -> None:
+            """Submit the multipath agents that waited for this singlepath agent."""
+            for agent_id in [a for a, m in waits_for.items() if m == main_agent_id]:
+                del waits_for[agent_id]
+                submit(deferred.pop(agent_id))
+
+        def drain() -> None:
+            while True:
+                try:
+                    events = queue.get_nowait_batch(max(1, queue.qsize()))
+                except Empty:
+                    return
+                if not events:
+                    return
+                for event in events:
+                    result.events.append(event)
+                    echo(format_event(event))
+                    if event.get("kind") == "cycle":
+                        release_waiting(event["agent_id"])
+                    if on_event is not None:
+                        on_event(event)
+
+        def collect(ready: list[Any]) -> None:
+            for ref in ready:
+                spec = pending.pop(ref)
+                release_waiting(spec.agent_id)  # finished or failed: waiting is over
+                try:
+                    summary = ray.get(ref)
+                except (ray.exceptions.TaskCancelledError, KeyboardInterrupt):
+                    result.failures[spec.agent_id] = "stopped (interrupted)"
+                    continue
+                except Exception as e:  # noqa: BLE001 - one failed agent does not stop the rest
+                    cause = getattr(e, "cause", None) or e
+                    result.failures[spec.agent_id] = f"{type(cause).__name__}: {cause}"
+                    drain()
+                    echo(format_event({"kind": "failed", "agent_id": spec.agent_id,
+                                       "error": result.failures[spec.agent_id]}))
+                    continue
+                result.summaries[spec.agent_id] = summary
+                drain()
+                echo(format_event({"kind": "finished", **summary}))
+
+        try:
+            while pending or deferred:
+                if not pending:  # Only waiting agents left (their dependency is gone).
+                    for agent_id in list(waits_for):
+                        release_waiting(waits_for[agent_id])
+                    continue
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.25)
+                drain()
+                collect(ready)
+            drain()
+        except KeyboardInterrupt:
+            result.interrupted = True
+            echo("interrupted: stopping the agents (their committed states are kept) ...")
+            for spec in deferred.values():
+                result.failures[spec.agent_id] = "not started (interrupted)"
+            deferred.clear()
+            waits_for.clear()
+            for ref in pending:
+                ray.cancel(ref)
+            deadline = time.monotonic() + stop_timeout
+            try:
+                while pending and time.monotonic() < deadline:
+                    ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.25)
+                    drain()
+                    collect(ready)
+            except KeyboardInterrupt:
+                pass
+            for ref in list(pending):
+                ray.cancel(ref, force=True)
+                result.failures[pending.pop(ref).agent_id] = "killed (did not stop in time)"
+        classes = list(dict.fromkeys(s.agent_class for s in specs))
+        result.rows = leaderboard_rows(SystemStore(state_dir), classes)
+        echo("")
+        echo(format_leaderboard(result.rows))
+        return result
+    finally:
+        if started:
+            ray.shutdown()

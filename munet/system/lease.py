@@ -1,0 +1,331 @@
+"""The per-agent lease on shared storage (object stores, any fsspec filesystem).
+
+Agents on different machines cannot share an `flock`, so on fsspec storage exclusion is a lease
+kept in the store itself, under `<agent dir>/.lease/`:
+
+* Each contender writes its own claim file `<token>.json` (a fresh random token, so no two
+  writers ever write the same object) holding the holder (host, pid, start time, launch tag),
+  an expiry time and the tokens of the expired claims it takes over.
+* Then it lists the claims again. If it sees another live claim it withdraws its own, waits a
+  random moment and tries again (or is refused, naming the holder). Because every contender
+  writes before it lists, two of them cannot both see only themselves on a store whose writes
+  and listings are read-after-write consistent (S3, GCS, a POSIX mount): at most one wins.
+* The holder renews its claim (a heartbeat) every `ttl / 4` seconds. A claim whose expiry has
+  passed belongs to a dead (or stalled) holder and is taken over: the taker names it in its own
+  claim as superseded and deletes it. A live claim is never taken over.
+* A holder that finds its claim gone, or superseded by another's, has lost the lease: `held`
+  turns False, so the store refuses its next save. `held` is also False once the last renewal
+  is older than the ttl (by this process's clock), so a stalled holder stops writing before
+  another can take over.
+* Release deletes only the holder's own claim file: another process's lease is never removed.
+
+Expiry uses wall-clock time (`time.time()`): the machines' clocks must agree to well within the
+ttl (NTP gives milliseconds; the default ttl is 30 s).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import secrets
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from munet.system.errors import AgentLockedError
+from munet.system.fs import StateFS
+
+log = logging.getLogger("munet.system")
+
+LEASE_DIR = ".lease"
+DEFAULT_LEASE_TTL = 30.0
+#: Environment variable overriding the default ttl (seconds), e.g. for tests.
+LEASE_TTL_ENV = "MUNET_LEASE_TTL"
+_ACQUIRE_ATTEMPTS = 6
+
+
+def default_lease_ttl() -> float:
+    """`MUNET_LEASE_TTL` when set (seconds > 0), else 30 s.
+
+    Raises:
+        ValueError: the variable is not a positive number.
+    """
+    text = os.environ.get(LEASE_TTL_ENV)
+    if not text:
+        return DEFAULT_LEASE_TTL
+    try:
+        ttl = float(text)
+    except ValueError:
+        ttl = -1.0
+    if not ttl > 0:
+        raise ValueError(f"{LEASE_TTL_ENV}={text!r}: expected a number of seconds > 0")
+    return ttl
+
+
+@dataclass
+class Claim:
+    """One claim file: who claims the agent, until when, and which claims it supersedes."""
+
+    token: str
+    holder: dict[str, Any]
+    expires: float
+    supersedes: list[str] = field(default_factory=list)
+
+    def live(self, now: float) -> bool:
+        return self.expires > now
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(
+            {
+                "token": self.token,
+                "holder": self.holder,
+                "expires": self.expires,
+                "supersedes": self.supersedes,
+            }
+        ).encode()
+
+    @staticmethod
+    def from_bytes(token: str, data: bytes) -> Claim:
+        """A claim; an unreadable one (a torn or foreign file) counts as expired."""
+        try:
+            raw = json.loads(data.decode())
+            return Claim(
+                token,
+                dict(raw.get("holder") or {}),
+                float(raw["expires"]),
+                [str(t) for t in raw.get("supersedes") or []],
+            )
+        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError,
+                AttributeError):
+            return Claim(token, {}, float("-inf"))
+
+
+def describe_holder(holder: dict[str, Any] | None) -> str:
+    """`pid 12 on host h since T (launch L)` for messages."""
+    if not holder:
+        return "an unknown process"
+    text = f"pid {holder.get('pid')} on host {holder.get('host')} since {holder.get('since')}"
+    if holder.get("tag"):
+        text += f" (launch {holder['tag']})"
+    return text
+
+
+class AgentLease:
+    """A lease on one agent in a shared store; see the module docstring for the protocol.
+
+    Args:
+        fs: the store's filesystem.
+        agent_dir: the agent's folder.
+        agent_id: for messages.
+        ttl: seconds a claim stays live without renewal.
+        tag: names the launch this process belongs to (e.g. a Ray job). A live claim with the
+            same tag is a dead earlier attempt of the same launch (Ray retried it): it is
+            waited out (up to its expiry) instead of refused.
+        clock: wall-clock seconds (tests pass a fake).
+
+    Attributes:
+        took_over: the holder of the expired claim taken over, if any.
+    """
+
+    def __init__(
+        self,
+        fs: StateFS,
+        agent_dir: str,
+        agent_id: str,
+        *,
+        ttl: float | None = None,
+        tag: str | None = None,
+        clock=time.time,
+    ) -> None:
+        self.fs = fs
+        self.agent_id = agent_id
+        self.dir = fs.join(agent_dir, LEASE_DIR)
+        self.ttl = float(ttl if ttl is not None else default_lease_ttl())
+        if not self.ttl > 0:
+            raise ValueError(f"lease ttl {ttl!r}: expected seconds > 0")
+        self.tag = tag
+        self.clock = clock
+        self.token = secrets.token_hex(16)
+        self.path = fs.join(self.dir, f"{self.token}.json")
+        self.took_over: dict[str, Any] | None = None
+        self.lost = False
+        self._renewed_at = float("-inf")
+        self._supersedes: list[str] = []
+        self._acquired = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._io = threading.Lock()  # heartbeat vs release
+
+    # Reading --------------------------------------------------------------------------------
+    def _claims(self) -> list[Claim]:
+        claims = []
+        for name in self.fs.listdir(self.dir):
+            if not name.endswith(".json"):
+                continue
+            token = name[: -len(".json")]
+            try:
+                data = self.fs.read_bytes(self.fs.join(self.dir, name))
+            except FileNotFoundError:
+                continue  # Released or taken over meanwhile.
+            claims.append(Claim.from_bytes(token, data))
+        return claims
+
+    def _holder(self) -> dict[str, Any]:
+        return {
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            **({"tag": self.tag} if self.tag else {}),
+        }
+
+    def _write_claim(self, holder: dict[str, Any]) -> None:
+        # Count our own ttl from before the write: the claim may be live from its first byte.
+        started = time.monotonic()
+        claim = Claim(self.token, holder, self.clock() + self.ttl, self._supersedes)
+        self.fs.write_bytes(self.path, claim.to_bytes())
+        self._renewed_at = started
+
+    # Acquiring ------------------------------------------------------------------------------
+    @property
+    def held(self) -> bool:
+        """Whether this process holds the lease now (and renewed it within the ttl)."""
+        return (
+            self._acquired
+            and not self.lost
+            and time.monotonic() - self._renewed_at < self.ttl
+        )
+
+    def acquire(self) -> AgentLease:
+        """Take the lease, or raise naming the live holder.
+
+        Raises:
+            AgentLockedError: another live process holds (or is taking) the lease.
+        """
+        if self._acquired:
+            raise AgentLockedError(f"agent {self.agent_id!r}: this lease is already held")
+        try:
+            return self._acquire()
+        except BaseException:
+            # Interrupted (Ctrl-C, a cancelled task) or refused: leave no claim behind.
+            if not self._acquired:
+                self._delete(self.token)
+            raise
+
+    def _acquire(self) -> AgentLease:
+        self.fs.makedirs(self.dir)
+        holder = self._holder()
+        for attempt in range(_ACQUIRE_ATTEMPTS):
+            now = self.clock()
+            claims = [c for c in self._claims() if c.token != self.token]
+            live = [c for c in claims if c.live(now)]
+            if live:
+                same_launch = [c for c in live if self.tag and c.holder.get("tag") == self.tag]
+                if len(same_launch) == len(live):
+                    # A dead earlier attempt of this launch: wait for its claim to expire.
+                    wait = max(c.expires for c in live) - now
+                    log.warning(
+                        "agent %s: waiting %.0fs for the lease of an earlier attempt (%s) "
+                        "to expire", self.agent_id, wait, describe_holder(live[0].holder),
+                    )
+                    time.sleep(min(max(wait, 0.0) + 0.05, self.ttl + 1.0))
+                    continue
+                raise self._refusal(live)
+            expired = [c for c in claims if not c.live(now)]
+            self._supersedes = [c.token for c in expired]
+            self._write_claim(holder)
+            rivals = [
+                c
+                for c in self._claims()
+                if c.token != self.token
+                and c.live(self.clock())
+                and c.token not in self._supersedes
+            ]
+            if not rivals:
+                self._acquired = True
+                if expired:
+                    newest = max(expired, key=lambda c: c.expires)
+                    self.took_over = newest.holder or None
+                for c in expired:
+                    self._delete(c.token)
+                self._start_heartbeat()
+                return self
+            # Someone else wrote a claim at the same time: both withdraw, then retry apart.
+            self._delete(self.token)
+            time.sleep(random.uniform(0.05, 0.25) * (attempt + 1))
+        raise AgentLockedError(
+            f"agent {self.agent_id!r}: could not take its lease in {self.dir} after "
+            f"{_ACQUIRE_ATTEMPTS} tries (other processes keep claiming it)"
+        )
+
+    def _refusal(self, live: list[Claim]) -> AgentLockedError:
+        holder = max(live, key=lambda c: c.expires).holder
+        return AgentLockedError(
+            f"agent {self.agent_id!r} is already running: its lease {self.dir} is held by "
+            f"{describe_holder(holder)}; stop that process, or wait for the lease to expire "
+            f"({self.ttl:.0f}s after its holder stops renewing it)"
+        )
+
+    def _delete(self, token: str) -> None:
+        try:
+            self.fs.remove_file(self.fs.join(self.dir, f"{token}.json"))
+        except FileNotFoundError:
+            pass
+
+    # Heartbeat ------------------------------------------------------------------------------
+    def _start_heartbeat(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(
+            target=self._heartbeat_loop, name=f"lease:{self.agent_id}", daemon=True
+        )
+        self._thread.start()
+
+    def _heartbeat_loop(self) -> None:
+        while not self._stop.wait(self.ttl / 4):
+            try:
+                self.renew()
+            except Exception as e:  # noqa: BLE001 - a flaky store must not kill the agent
+                log.warning("agent %s: lease renewal failed (%s); retrying", self.agent_id, e)
+            if self.lost:
+                return
+
+    def renew(self) -> bool:
+        """Renew the claim (the heartbeat does this); False once the lease is lost."""
+        with self._io:
+            if not self._acquired or self.lost:
+                return False
+            mine = None
+            superseded = False
+            for c in self._claims():
+                if c.token == self.token:
+                    mine = c
+                elif self.token in c.supersedes and c.live(self.clock()):
+                    superseded = True
+                elif c.token in self._supersedes:
+                    self._delete(c.token)  # A stalled holder wrote its old claim back.
+            if mine is None or superseded:
+                self.lost = True
+                log.warning(
+                    "agent %s: lost its lease (taken over after it was not renewed for %.0fs)",
+                    self.agent_id, self.ttl,
+                )
+                if superseded and mine is not None:
+                    self._delete(self.token)
+                return False
+            self._write_claim(mine.holder)
+            return True
+
+    # Releasing ------------------------------------------------------------------------------
+    def release(self) -> None:
+        """Stop the heartbeat and delete this process's own claim (idempotent)."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=self.ttl)
+        self._thread = None
+        with self._io:
+            if self._acquired and not self.lost:
+                self._delete(self.token)
+            self._acquired = False

@@ -1,0 +1,158 @@
+"""`munet launch` on a local Ray (2 CPUs, 127.0.0.1 only): three tiny VitCpu agents for two
+cycles on a local dir (the command line) and on the S3 server, with one agent's worker
+SIGKILLed mid-cycle and resumed by Ray's retry, then stopped by Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("ray")
+
+from munet.system import SystemStore  # noqa: E402
+
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+
+TASKS = ["synth/shape", "synth/count", "digits"]
+
+
+def _verify(state_dir: str, agents: list[str], cycles: int) -> None:
+    store = SystemStore(state_dir)
+    for agent_id in agents:
+        states = store.list_states(agent_id)
+        assert states[-1].cycle == cycles and states[-1].end_of_cycle, (agent_id, states)
+        for state in states:
+            store.verify_state(state)
+
+
+def _launch_command(state_dir, cycles, overrides):
+    # Architecture overrides are the singlepath preset's (multipath hparams differ).
+    shared = [o for o in overrides if "num_layers" not in o and "ds_image_size" not in o]
+    own = [o for o in overrides if o not in shared]
+    sets = [arg for o in shared for arg in ("--set", o)]
+    agent_sets = [arg for o in own for arg in ("--agent-set", "VitCpu", o)]
+    return [sys.executable, "-m", "munet", "launch", "--agent", "VitCpu", "--tasks",
+            ",".join(TASKS), "--agent", "MultiVitCpu", "--tasks", "synth/shape",
+            "--cycles", str(cycles), "-d", state_dir, "--num-cpus", "2",
+            "--root", "random_init", *sets, *agent_sets]
+
+
+def test_cli_launch_of_mixed_presets_on_a_local_dir(tmp_path, tiny_overrides):
+    state_dir = str(tmp_path / "state")
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    done = subprocess.run(_launch_command(state_dir, 2, tiny_overrides), env=env,
+                          capture_output=True, text=True, timeout=540)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    agents = [f"VitCpu~{t.replace('/', '~')}" for t in TASKS] + ["MultiVitCpu~synth~shape"]
+    # The multipath agent starts once its singlepath agent published a cycle.
+    assert "[MultiVitCpu~synth~shape] starts once VitCpu~synth~shape has finished a cycle" in out
+    assert out.index("[VitCpu~synth~shape] cycle 1 done") < out.index(
+        "[MultiVitCpu~synth~shape] started")
+    for agent_id in agents:
+        # One line per finished generation (one per cycle here) and per cycle, per agent.
+        assert len(re.findall(rf"\[{agent_id}\] cycle \d generation 1 done", out)) == 2, out
+        assert f"[{agent_id}] cycle 1 done" in out and f"[{agent_id}] cycle 2 done" in out
+        assert f"[{agent_id}] finished: 2 cycles" in out
+    assert "avg score" in out  # the leaderboard
+    _verify(state_dir, agents, 2)
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    import ray
+
+    from munet.cluster import init_ray
+
+    started = init_ray(num_cpus=2)
+    yield ray
+    if started:
+        ray.shutdown()
+
+
+def _listening_addresses() -> set[str]:
+    import psutil  # shipped with ray
+
+    addresses = set()
+    for process in psutil.Process().children(recursive=True):
+        try:
+            for conn in process.net_connections(kind="inet"):
+                if conn.status == psutil.CONN_LISTEN:
+                    addresses.add(conn.laddr.ip)
+        except psutil.Error:
+            continue
+    return addresses
+
+
+def test_launch_on_s3_survives_a_killed_worker(local_ray, s3_url, tiny_config, tiny_overrides):
+    from munet.agents.root import create_root_model
+    from munet.cluster import AgentSpec, launch
+
+    create_root_model(tiny_config, s3_url)
+    # The victim runs more generations, so the driver sees it mid-cycle in time to kill it.
+    specs = [AgentSpec("VitCpu", TASKS[0], overrides=("num_samples_per_cycle=4",))]
+    specs += [AgentSpec("VitCpu", task) for task in TASKS[1:]]
+    victim = specs[0].agent_id
+    killed: list[int] = []
+    addresses: set[str] = set()
+
+    def runs_victim(pid: int) -> bool:
+        """Whether that worker still runs the victim's task (Ray reuses workers for other
+        tasks, and names a busy worker's process after its task)."""
+        import psutil
+
+        try:
+            return psutil.Process(pid).name() == f"ray::munet:{victim}"
+        except psutil.Error:
+            return False
+
+    def on_event(event):
+        if event["agent_id"] != victim or event["kind"] != "generation" or killed:
+            return
+        if runs_victim(event["pid"]):
+            addresses.update(_listening_addresses())
+            os.kill(event["pid"], signal.SIGKILL)
+            killed.append(event["pid"])
+
+    lines: list[str] = []
+    result = launch(specs, s3_url, 2, overrides=tiny_overrides, lease_ttl=3, max_retries=2,
+                    env_names=["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"],
+                    echo=lines.append, on_event=on_event)
+    assert not result.failures, (result.failures, lines)
+    assert killed
+    assert addresses and all(a in ("127.0.0.1", "::ffff:127.0.0.1", "::1") for a in addresses)
+    starts = [e for e in result.events if e["agent_id"] == victim and e["kind"] == "start"]
+    assert len(starts) == 2 and starts[0]["state"] is None
+    assert starts[1]["state"] is not None and starts[1]["pid"] != killed[0]  # resumed
+    assert set(result.summaries) == {s.agent_id for s in specs}
+    assert all(s["cycle"] == 2 for s in result.summaries.values())
+    _verify(s3_url, [s.agent_id for s in specs], 2)
+    assert {row["agent_id"] for row in result.rows} >= {s.agent_id for s in specs}
+
+    # Ctrl-C (in the driver) while the agents run cycle 3: they stop, keep their commits and
+    # free their leases at once (no waiting for an expiry).
+    def interrupt(event):
+        if event["kind"] == "generation":
+            raise KeyboardInterrupt
+
+    lines.clear()
+    result = launch(specs, s3_url, 3, overrides=tiny_overrides, lease_ttl=60,
+                    env_names=["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"],
+                    echo=lines.append, on_event=interrupt, stop_timeout=120)
+    assert result.interrupted
+    assert "interrupted: stopping the agents (their committed states are kept) ..." in lines
+    assert any("avg score" in line for line in lines)  # the leaderboard still comes
+    assert all("killed" not in error for error in result.failures.values()), result.failures
+    store = SystemStore(s3_url, lease_ttl=60)
+    for spec in specs:
+        with store.lock(spec.agent_id):  # free now, although the lease ttl is 60 s
+            pass
+        # Committed work intact: cycle 2's end, and whatever of cycle 3 was committed.
+        assert store.latest_state(spec.agent_id, end_of_cycle=True).cycle >= 2
+        for state in store.list_states(spec.agent_id):
+            store.verify_state(state)

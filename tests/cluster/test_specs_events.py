@@ -1,0 +1,99 @@
+"""Launch specs (`--agent A --tasks t1,t2 ...`), progress lines, and the worker body without
+Ray (the agent run and its events)."""
+
+from __future__ import annotations
+
+import pytest
+
+from munet.cli import main
+from munet.cluster import AgentSpec, agent_specs, format_event, run_agent
+
+
+def test_agent_groups_with_resources_once_or_per_group():
+    specs = agent_specs(["VitCpu", "MultiVitCpu"], ["digits, synth/shape", "digits"], [2], [0, 1])
+    assert specs == [
+        AgentSpec("VitCpu", "digits", 2.0, 0.0),
+        AgentSpec("VitCpu", "synth/shape", 2.0, 0.0),
+        AgentSpec("MultiVitCpu", "digits", 2.0, 1.0),
+    ]
+    assert specs[1].agent_id == "VitCpu~synth~shape"
+
+
+def test_per_preset_overrides_and_multipath_dependencies(tmp_path):
+    from munet.agents.runner import resolve_config
+    from munet.cluster.launch import _multipath_dependencies
+    from munet.system import SystemStore
+
+    specs = agent_specs(["VitCpu", "MultiVitCpu"], ["digits,synth/shape", "digits,synth/count"],
+                        preset_overrides=[("VitCpu", "num_layers=1")])
+    assert specs[0].overrides == ("num_layers=1",) and specs[2].overrides == ()
+    configs = {s.agent_id: resolve_config(s.agent_class, s.overrides) for s in specs}
+    # MultiVitCpu~digits waits for VitCpu~digits (in the launch, no state yet);
+    # MultiVitCpu~synth~count has no singlepath agent in the launch: it starts (and says why
+    # it cannot run, if the store has no such state).
+    store = SystemStore(str(tmp_path))
+    assert _multipath_dependencies(specs, configs, store) == {
+        "MultiVitCpu~digits": "VitCpu~digits"
+    }
+    with pytest.raises(ValueError, match="--agent-set for VitT3: not an --agent"):
+        agent_specs(["VitCpu"], ["digits"], preset_overrides=[("VitT3", "seed=1")])
+
+
+@pytest.mark.parametrize(
+    ("agents", "tasks", "cpus", "message"),
+    [
+        (["VitCpu"], [], None, "got 1 --agent and 0 --tasks"),
+        (["VitCpu"], [" , "], None, "expected task names"),
+        (["VitCpu", "VitT3"], ["a", "b"], [1, 2, 3], "got 3 values for 2 --agent groups"),
+        (["VitCpu"], ["a"], [-1], "resources must be >= 0"),
+        (["VitCpu", "VitCpu"], ["a", "a"], None, "agent VitCpu~a is given twice"),
+        ([], [], None, "no agents"),
+    ],
+)
+def test_bad_agent_groups_are_refused(agents, tasks, cpus, message):
+    with pytest.raises(ValueError, match=message):
+        agent_specs(agents, tasks, cpus)
+
+
+def test_bad_launch_arguments_fail_before_ray_starts(capsys, tmp_path):
+    code = main(["launch", "--agent", "VitCpu", "--tasks", "digits", "--agent", "VitCpu",
+                 "--cycles", "1", "-d", str(tmp_path)])
+    assert code == 2
+    assert "got 2 --agent and 1 --tasks" in capsys.readouterr().err
+    code = main(["launch", "--agent", "VitCPU", "--tasks", "digits", "--cycles", "1",
+                 "-d", str(tmp_path)])
+    assert code == 2
+    assert "unknown agent 'VitCPU'" in capsys.readouterr().err
+
+
+def test_progress_lines():
+    common = {"agent_id": "VitCpu~digits", "pid": 7, "host": "h", "seconds": 1.25}
+    generation = {**common, "kind": "generation", "cycle": 0, "generation": 1,
+                  "best": "VitCpu~digits:3", "quality": 0.5}
+    assert format_event(generation) == (
+        "[VitCpu~digits] cycle 1 generation 1 done: best VitCpu~digits:3 quality 0.5000 "
+        "(1.2s, pid 7 on h)"
+    )
+    cycle = {**common, "kind": "cycle", "cycle": 2, "generation": 0, "best": "VitCpu~digits:3",
+             "quality": 0.5, "test_quality": None}
+    assert format_event(cycle).startswith(
+        "[VitCpu~digits] cycle 2 done: best VitCpu~digits:3 quality 0.5000 test quality -"
+    )
+
+
+def test_worker_body_runs_an_agent_and_reports_every_commit(tmp_path, tiny_config,
+                                                             tiny_overrides):
+    from munet.agents.root import create_root_model
+    from munet.system import SystemStore
+
+    state = tmp_path / "state"
+    create_root_model(tiny_config, state)
+    events = []
+    summary = run_agent("VitCpu", "synth/shape", str(state), 1, tiny_overrides, events.append)
+    kinds = [(e["kind"], e.get("cycle"), e.get("generation")) for e in events]
+    # num_samples_per_cycle=2 on one device: two generations, the last one ends the cycle.
+    assert kinds == [("start", None, None), ("generation", 0, 1), ("cycle", 1, 0)]
+    assert events[0]["state"] is None
+    assert summary["cycle"] == 1 and summary["best"] == events[-1]["best"]
+    store = SystemStore(str(state))
+    assert store.latest_state("VitCpu~synth~shape").cycle == 1

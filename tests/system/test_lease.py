@@ -1,0 +1,144 @@
+"""The lease that guards an agent on shared storage: one holder even when contenders race
+through a slow store, expiry and takeover, loss detection, release only by the owner."""
+
+import json
+import threading
+import time
+
+import fsspec
+import pytest
+
+from munet.system import AgentLockedError, SystemStore
+from munet.system.fs import FsspecFS, InstrumentedFS
+from munet.system.lease import AgentLease, default_lease_ttl
+
+A = "VitCpu~digits"
+
+
+@pytest.fixture
+def memory_fs(tmp_path):
+    memory = fsspec.filesystem("memory")
+    root = f"/lease-{tmp_path.name}"
+    yield FsspecFS(memory), root
+    if memory.exists(root):
+        memory.rm(root, recursive=True)
+
+
+def _race(fs, agent_dir, contenders, ttl=30.0):
+    """Start `contenders` acquisitions at once; return the winners and the refusals."""
+    barrier = threading.Barrier(contenders)
+    winners, refusals = [], []
+
+    def contend():
+        lease = AgentLease(fs, agent_dir, A, ttl=ttl)
+        barrier.wait()
+        try:
+            lease.acquire()
+            winners.append(lease)
+        except AgentLockedError as e:
+            refusals.append(str(e))
+
+    threads = [threading.Thread(target=contend) for _ in range(contenders)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return winners, refusals
+
+
+def test_racing_contenders_through_a_50ms_store_get_one_holder(memory_fs):
+    inner, root = memory_fs
+    slow = InstrumentedFS(inner, latency=0.05)
+    for trial in range(5):
+        agent_dir = f"{root}/trial{trial}/{A}"
+        winners, refusals = _race(slow, agent_dir, contenders=3)
+        assert len(winners) == 1, (trial, refusals)
+        assert len(refusals) == 2
+        for message in refusals:
+            assert f"agent '{A}' is already running" in message or "could not take" in message
+        winners[0].release()
+        assert inner.listdir(f"{agent_dir}/.lease") == []
+    assert slow.requests["write"] >= 15  # every contender really wrote a claim
+
+
+def test_dead_holder_is_taken_over_after_expiry_a_live_one_never(memory_fs):
+    fs, root = memory_fs
+    agent_dir = f"{root}/{A}"
+    holder = AgentLease(fs, agent_dir, A, ttl=0.6, tag="launch-1").acquire()
+    # Alive: the heartbeat (every ttl/4) keeps it, well past several ttls.
+    deadline = time.monotonic() + 1.5
+    while time.monotonic() < deadline:
+        with pytest.raises(AgentLockedError, match="launch launch-1"):
+            AgentLease(fs, agent_dir, A, ttl=0.6).acquire()
+        time.sleep(0.2)
+    assert holder.held
+    # Dead: its heartbeat stops (as when its process is killed); the lease expires.
+    holder._stop.set()
+    holder._thread.join()
+    with pytest.raises(AgentLockedError):
+        AgentLease(fs, agent_dir, A, ttl=0.6).acquire()
+    time.sleep(0.7)
+    assert not holder.held  # it knows it may no longer write
+    taker = AgentLease(fs, agent_dir, A, ttl=0.6).acquire()
+    assert taker.took_over["tag"] == "launch-1"
+    # The old holder comes back: it finds it lost the lease and does not remove the new one.
+    assert holder.renew() is False and holder.lost
+    holder.release()
+    assert fs.listdir(f"{agent_dir}/.lease") == [f"{taker.token}.json"]
+    taker.release()
+    assert fs.listdir(f"{agent_dir}/.lease") == []
+
+
+def test_a_stalled_holder_that_writes_its_claim_back_loses(memory_fs):
+    fs, root = memory_fs
+    agent_dir = f"{root}/{A}"
+    stalled = AgentLease(fs, agent_dir, A, ttl=0.4).acquire()
+    stalled._stop.set()
+    stalled._thread.join()
+    time.sleep(0.5)
+    taker = AgentLease(fs, agent_dir, A, ttl=0.4).acquire()
+    # The stalled holder wakes up and writes its claim back, live again.
+    claim = json.loads(taker.fs.read_bytes(taker.path))
+    claim.update(token=stalled.token, supersedes=[], expires=time.time() + 60)
+    fs.write_bytes(stalled.path, json.dumps(claim).encode())
+    # Its claim, rewritten after the takeover, is superseded: both sides agree who holds it.
+    assert stalled.renew() is False
+    assert taker.renew() is True
+    taker.release()
+
+
+def test_same_launch_waits_out_its_dead_attempt(memory_fs):
+    fs, root = memory_fs
+    agent_dir = f"{root}/{A}"
+    dead = AgentLease(fs, agent_dir, A, ttl=0.5, tag="job-7").acquire()
+    dead._stop.set()
+    dead._thread.join()
+    start = time.monotonic()
+    retry = AgentLease(fs, agent_dir, A, ttl=0.5, tag="job-7").acquire()
+    assert 0.2 < time.monotonic() - start < 5
+    assert retry.took_over["tag"] == "job-7"
+    with pytest.raises(AgentLockedError, match="job-7"):
+        AgentLease(fs, agent_dir, A, ttl=0.5, tag="job-8").acquire()
+    retry.release()
+
+
+def test_store_refuses_to_save_once_the_lease_is_lost(memory_fs):
+    from munet.system import LockNotHeldError, Population
+
+    _, root = memory_fs
+    store = SystemStore(f"memory://{root}", lease_ttl=0.4)
+    population = Population(A)
+    with store.lock(A) as lock:
+        lock.lease._stop.set()
+        lock.lease._thread.join()
+        time.sleep(0.5)
+        with pytest.raises(LockNotHeldError):
+            store.save_state(population, 1, 0)
+
+
+def test_lease_ttl_from_the_environment(monkeypatch):
+    monkeypatch.setenv("MUNET_LEASE_TTL", "2.5")
+    assert default_lease_ttl() == 2.5
+    monkeypatch.setenv("MUNET_LEASE_TTL", "soon")
+    with pytest.raises(ValueError, match="MUNET_LEASE_TTL='soon'"):
+        default_lease_ttl()
