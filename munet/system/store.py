@@ -657,7 +657,7 @@ class SystemStore:
         *,
         scorer: ScorerDecay | None = None,
         max_task_population_size: int | None = None,
-        verify: str = "checksums",
+        verify: str | None = None,
     ) -> LoadedState:
         """Open the system as seen by `agent_id`.
 
@@ -672,8 +672,10 @@ class SystemStore:
             scorer: the population's scorer.
             max_task_population_size: the population's size limit.
             verify: how states are checked before use (munet.system.integrity):
-                `checksums` (default) hashes each component once per store object,
-                `structure` checks manifests and shard headers only, `none` nothing.
+                `checksums` (the default on local disk) hashes each component once per
+                store object, `structure` (the default on other filesystems, where hashing
+                would download every tensor) checks manifests and shard headers only,
+                `none` nothing.
                 A damaged state of another agent is skipped with one warning, in favour of
                 its previous end-of-cycle state; components are hashed again on first use
                 unless verified here.
@@ -687,6 +689,8 @@ class SystemStore:
             UnsafePathError: the agent's own folder or state holds a symbolic link.
         """
         validate_agent_id(agent_id)
+        if verify is None:
+            verify = "checksums" if self.fs.atomic_rename else "structure"
         manifests: list[tuple[StateRef, dict[str, Any]]] = []
         own = self.latest_good_state(agent_id, strict=True, verify=verify)
         if own is not None:
