@@ -19,17 +19,10 @@ from typing import Any
 
 import torch
 
-# Augmentation hparams and the values that switch them off (munet.tasks.augment's defaults).
-NEUTRAL_AUGMENTATION = {
-    "ds_area_range_min": 1.0,
-    "ds_aspect_ratio_range_min": 1.0,
-    "ds_flip_left_right": False,
-    "ds_brightness_delta": 0.0,
-    "ds_contrast_delta": 0.0,
-    "ds_saturation_delta": 0.0,
-    "ds_hue_delta": 0.0,
-    "ds_quality_delta": 0.0,
-}
+from munet.tasks.augment import DS_HPARAMS_DEFAULTS
+
+# Augmentation hparams and the values that switch them off: munet.tasks' neutral defaults.
+NEUTRAL_AUGMENTATION = DS_HPARAMS_DEFAULTS
 
 
 def augmentation_active(hparams: Mapping[str, Any]) -> bool:
