@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from munet.agents import multipath
+from munet.agents.demo import multipath_overrides
 from munet.agents.multipath import MultipathAgent, canonical
 from munet.agents.reports import AgentError
 from munet.agents.root import create_root_model
@@ -25,7 +26,7 @@ from munet.training import loop
 from tests.agents.conftest import TINY_OVERRIDES
 from tests.agents.scripted_rng import ScriptedRng
 
-COMMON = [o for o in TINY_OVERRIDES if "num_layers" not in o and "ds_image_size" not in o]
+COMMON = multipath_overrides(TINY_OVERRIDES)
 SP = "VitCpu~digits"
 
 

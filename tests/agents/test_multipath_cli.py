@@ -13,6 +13,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from munet.agents.demo import multipath_overrides
 from munet.cli import main
 from munet.system import SystemStore
 
@@ -20,12 +21,7 @@ from .conftest import TINY_OVERRIDES
 
 REPO = Path(__file__).resolve().parents[2]
 SP_SETS = [arg for item in TINY_OVERRIDES for arg in ("--set", item)]
-MP_SETS = [
-    arg
-    for item in TINY_OVERRIDES
-    if "num_layers" not in item and "ds_image_size" not in item
-    for arg in ("--set", item)
-]
+MP_SETS = [arg for item in multipath_overrides(TINY_OVERRIDES) for arg in ("--set", item)]
 MULTI = "MultiVitCpu~digits"
 
 # Rebuilds the best path of an agent from the state dir alone and writes its logits on fixed

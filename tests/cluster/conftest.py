@@ -13,22 +13,9 @@ from pathlib import Path
 
 import pytest
 
-WORKERS = Path(__file__).parent.parent / "system" / "workers.py"
+from tests.agents.conftest import TINY_OVERRIDES  # The VitCpu preset shrunk to a few steps.
 
-# The VitCpu preset shrunk to a few steps of a 1-2 block ViT on 8-16 px images (as in
-# tests/agents/conftest.py).
-TINY_OVERRIDES = [
-    "batch_size=8",
-    "num_train_examples_between_validations_max=16",
-    "num_validations_per_path_training=2",
-    "num_validation_examples_max=16",
-    "num_samples_per_cycle=2",
-    "max_task_population_size=2",
-    "hparams_mutation_ranges.num_layers=[0, 1, 2]",
-    "num_layers=1",
-    "hparams_mutation_ranges.ds_image_size=[8, 16]",
-    "ds_image_size=8",
-]
+WORKERS = Path(__file__).parent.parent / "system" / "workers.py"
 
 S3_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
