@@ -82,12 +82,18 @@ FORMAT = "munet-system-state"
 FORMAT_VERSION = 1
 _STATE_DIR = re.compile(r"^state_(\d+)_(\d+)$")
 _TMP_PREFIX = ".tmp-"
+#: Listings of an agent's states tried before a state that keeps vanishing is an error.
+_LOAD_ATTEMPTS = 3
 DEFAULT_MAX_SHARD_BYTES = 1 << 30
 
 
 def state_dir_name(cycle: int, generation: int) -> str:
     """`state_<cycle>_<generation>`."""
     return f"state_{cycle}_{generation}"
+
+
+class _ManifestMissing(CorruptStateError):
+    """A listed state's manifest was not found when read."""
 
 
 @dataclass(frozen=True)
@@ -248,7 +254,7 @@ class SystemStore:
         try:
             manifest = json.loads(self.fs.read_bytes(path).decode())
         except FileNotFoundError:
-            raise CorruptStateError(f"state {state.relative_dir} has no {MANIFEST}") from None
+            raise _ManifestMissing(f"state {state.relative_dir} has no {MANIFEST}") from None
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise CorruptStateError(
                 f"state {state.relative_dir}: corrupt {MANIFEST}: {e}"
@@ -591,11 +597,24 @@ class SystemStore:
         self._warned.add(message)
         warnings.warn(message, stacklevel=stacklevel + 1)
 
-    def _vanished(self, state: StateRef) -> bool:
+    def _uncommitted_meanwhile(self, state: StateRef, error: Exception) -> bool:
+        """Whether a listed state that failed to read may just have stopped being committed,
+        so that listing again is the answer rather than calling it damaged.
+
+        Its owner deletes it when a newer end-of-cycle state replaces it: with atomic renames
+        the folder goes at once; on manifest-last stores the manifest goes first, so a folder
+        whose manifest is missing is a leftover being removed, not a committed state (and a
+        listing that shows a manifest a read does not find is asked again).
+        """
+        folder = self.fs.join(self.agent_dir(state.agent_id), state.name)
         try:
-            return not self.fs.exists(self.fs.join(self.agent_dir(state.agent_id), state.name))
+            if self.fs.atomic_rename:
+                return not self.fs.exists(folder)
+            return isinstance(error, _ManifestMissing) or not self.fs.exists(
+                self.fs.join(folder, MANIFEST)
+            )
         except SystemStateError:
-            return False  # There, but a link: damaged, not vanished.
+            return False  # There, but a link: damaged, not gone.
 
     def latest_good_state(
         self,
@@ -619,7 +638,8 @@ class SystemStore:
             SystemStateError: with `strict`, the latest state is damaged.
         """
         check_verify_level(verify)
-        for _attempt in range(3):
+        last_error: Exception | None = None
+        for attempt in range(_LOAD_ATTEMPTS):
             try:
                 states = [
                     s for s in self.list_states(agent_id) if s.end_of_cycle or not end_of_cycle
@@ -629,7 +649,7 @@ class SystemStore:
                     raise
                 self.warn_once(f"skipping agent {agent_id}: {e}", stacklevel=3)
                 return None
-            vanished = False
+            relist = False
             for state in reversed(states):
                 try:
                     manifest = self.read_manifest(state)
@@ -637,8 +657,8 @@ class SystemStore:
                     check_components(self, state, manifest, verify)
                     return state, manifest
                 except (SystemStateError, OSError) as e:
-                    if self._vanished(state):
-                        vanished = True  # Deleted by its owner meanwhile: list again.
+                    if self._uncommitted_meanwhile(state, e):
+                        relist, last_error = True, e  # Removed by its owner meanwhile.
                         break
                     if strict:
                         raise
@@ -646,9 +666,12 @@ class SystemStore:
                     if not text.startswith(f"state {state.relative_dir}"):
                         text = f"state {state.relative_dir}: {text}"
                     self.warn_once(f"skipping damaged {text}", stacklevel=3)
-            if not vanished:
+            if not relist:
                 return None
-        raise CorruptStateError(f"agent {agent_id}: states keep disappearing while loading")
+            time.sleep(0.05 * (attempt + 1))
+        raise CorruptStateError(
+            f"agent {agent_id}: states keep disappearing while loading (last: {last_error})"
+        )
 
     def load(
         self,
