@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from munet.system.errors import CorruptStateError
+from munet.system.manifest import StateRef
 from munet.system.naming import ROOT_MODEL_TASK_PREFIX, is_root_model_agent
-from munet.system.store import StateRef, SystemStore
+from munet.system.store import SystemStore
 
 # Component status within a task's path: the task's own (fresh, or cloned from the root model
 # and trained along its own lineage), first cloned from another task's component then trained,

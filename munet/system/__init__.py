@@ -70,6 +70,7 @@ from munet.system.errors import (
 )
 from munet.system.fs import FsspecFS, LocalFS, StateFS, open_state_fs
 from munet.system.lock import AgentLock
+from munet.system.manifest import StateRef, state_dir_name
 from munet.system.naming import (
     agent_class_name,
     agent_task_name,
@@ -84,7 +85,7 @@ from munet.system.naming import (
 from munet.system.path import Path
 from munet.system.population import Population
 from munet.system.scoring import VIT_SCORER_KWARGS, ScorerDecay
-from munet.system.store import LoadedState, StateRef, SystemStore, state_dir_name
+from munet.system.store import LoadedState, SystemStore
 
 __all__ = [
     "FROZEN_LOCK",

@@ -32,7 +32,8 @@ from munet.system.population import Population
 from munet.system.records import assemble_paths
 
 if TYPE_CHECKING:
-    from munet.system.store import StateRef, SystemStore
+    from munet.system.manifest import StateRef
+    from munet.system.store import SystemStore
 
 VERIFY_LEVELS = ("none", "structure", "checksums")
 QUARANTINE_DIR = ".quarantine"
@@ -143,7 +144,7 @@ def find_damaged(store: SystemStore, verify: str = "checksums") -> list[DamagedS
 
     Agent folders that are links are reported as a damaged pseudo state `<agent>/*`.
     """
-    from munet.system.store import StateRef
+    from munet.system.manifest import StateRef
 
     damaged = []
     for agent_id in store.agent_ids():

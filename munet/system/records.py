@@ -19,7 +19,7 @@ from munet.system.path import Path
 from munet.system.population import Population
 
 if TYPE_CHECKING:
-    from munet.system.store import StateRef
+    from munet.system.manifest import StateRef
 
 logger = logging.getLogger("munet.system")
 

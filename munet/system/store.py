@@ -1,5 +1,7 @@
 """SystemStore: the crash-safe sharded system state on disk (or any fsspec filesystem).
 
+What a state holds and its manifest: munet.system.manifest.
+
 Layout (one folder per agent, one folder per committed state):
 
     ROOT/<agent_id>/state_<cycle>_<generation>/manifest.json
@@ -27,18 +29,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 import threading
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from munet.system.component import Component, tensors_checksum
+from munet.system.component import Component
 from munet.system.errors import (
     CorruptStateError,
     LockNotHeldError,
@@ -49,6 +49,17 @@ from munet.system.fs import LocalFS, StateFS, open_state_fs
 from munet.system.history import csv_to_rows, rows_to_csv
 from munet.system.integrity import check_components, check_manifest, check_verify_level
 from munet.system.lock import LOCK_FILE, AgentLock
+from munet.system.manifest import (
+    HISTORY,
+    MANIFEST,
+    POPULATION,
+    ManifestMissingError,
+    StateRef,
+    build_manifest,
+    component_index,
+    parse_manifest,
+    parse_state_dir,
+)
 from munet.system.naming import (
     agent_class_name,
     parse_component_key,
@@ -69,53 +80,13 @@ from munet.system.shards import (
     ShardReader,
     plan_shards,
     spec_from_json,
-    spec_to_json,
     write_shard,
 )
 
-MANIFEST = "manifest.json"
-HISTORY = "paths.csv"
-# How the agent saw the whole system (one entry per path of every agent): it grows with the
-# number of agents, so it is kept out of the manifest that every other agent reads.
-POPULATION = "population.json"
-FORMAT = "munet-system-state"
-FORMAT_VERSION = 1
-_STATE_DIR = re.compile(r"^state_(\d+)_(\d+)$")
 _TMP_PREFIX = ".tmp-"
 #: Listings of an agent's states tried before a state that keeps vanishing is an error.
 _LOAD_ATTEMPTS = 3
 DEFAULT_MAX_SHARD_BYTES = 1 << 30
-
-
-def state_dir_name(cycle: int, generation: int) -> str:
-    """`state_<cycle>_<generation>`."""
-    return f"state_{cycle}_{generation}"
-
-
-class _ManifestMissing(CorruptStateError):
-    """A listed state's manifest was not found when read."""
-
-
-@dataclass(frozen=True)
-class StateRef:
-    """A committed state of one agent."""
-
-    agent_id: str
-    cycle: int
-    generation: int
-
-    @property
-    def name(self) -> str:
-        return state_dir_name(self.cycle, self.generation)
-
-    @property
-    def relative_dir(self) -> str:
-        """`<agent_id>/state_<c>_<g>`, relative to the state root."""
-        return f"{self.agent_id}/{self.name}"
-
-    @property
-    def end_of_cycle(self) -> bool:
-        return self.generation == 0
 
 
 @dataclass
@@ -137,23 +108,6 @@ class LoadedState:
     config: dict[str, Any] | None
     state: StateRef | None
     loaded_states: list[StateRef]
-
-
-def _compute_checksums(components: list[Component]) -> None:
-    """Fill in missing checksums, hashing components in parallel (hashlib releases the GIL)."""
-    todo = [c for c in components if c.checksum is None]
-    if not todo:
-        return
-    workers = min(len(todo), os.cpu_count() or 1, 8)
-    if workers == 1:
-        for c in todo:
-            c.checksum = tensors_checksum(c.tensors)
-        return
-    with ThreadPoolExecutor(workers) as pool:
-        for c, digest in zip(
-            todo, pool.map(lambda c: tensors_checksum(c.tensors), todo), strict=True
-        ):
-            c.checksum = digest
 
 
 class SystemStore:
@@ -233,10 +187,9 @@ class SystemStore:
             names = self.fs.dirs_with_file(agent_dir, MANIFEST)
         states = []
         for name in names:
-            m = _STATE_DIR.match(name)
-            if m is None:
-                continue
-            states.append(StateRef(agent_id, int(m.group(1)), int(m.group(2))))
+            state = parse_state_dir(agent_id, name)
+            if state is not None:
+                states.append(state)
         return sorted(states, key=lambda s: (s.cycle, s.generation))
 
     def latest_state(self, agent_id: str, end_of_cycle: bool = False) -> StateRef | None:
@@ -252,29 +205,10 @@ class SystemStore:
         """
         path = self.fs.join(self.agent_dir(state.agent_id), state.name, MANIFEST)
         try:
-            manifest = json.loads(self.fs.read_bytes(path).decode())
+            data = self.fs.read_bytes(path)
         except FileNotFoundError:
-            raise _ManifestMissing(f"state {state.relative_dir} has no {MANIFEST}") from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise CorruptStateError(
-                f"state {state.relative_dir}: corrupt {MANIFEST}: {e}"
-            ) from None
-        if (
-            not isinstance(manifest, dict)
-            or manifest.get("format") != FORMAT
-            or manifest.get("agent_id") != state.agent_id
-            or manifest.get("cycle") != state.cycle
-            or manifest.get("generation") != state.generation
-        ):
-            raise CorruptStateError(
-                f"state {state.relative_dir}: {MANIFEST} does not describe this state"
-            )
-        if manifest.get("version") != FORMAT_VERSION:
-            raise CorruptStateError(
-                f"state {state.relative_dir}: format version {manifest.get('version')!r}, "
-                f"this munet reads version {FORMAT_VERSION}"
-            )
-        return manifest
+            raise ManifestMissingError(f"state {state.relative_dir} has no {MANIFEST}") from None
+        return parse_manifest(data, state)
 
     def read_path_history(self, agent_id: str) -> list[dict[str, str]]:
         """The agent's full path history: rows of every end-of-cycle state, then those of the
@@ -406,7 +340,7 @@ class SystemStore:
         population.garbage_collect_paths()
         own = population.own_paths
         to_publish = publish_closure(own if published is None else published)
-        index, to_write = self._component_index(population, to_publish)
+        index, to_write = component_index(population, to_publish)
 
         if self.fs.atomic_rename:
             work_dir = self.fs.join(agent_dir, f"{_TMP_PREFIX}{state.name}-{secrets.token_hex(4)}")
@@ -442,8 +376,6 @@ class SystemStore:
         to_write: list[Component],
         config_json: dict[str, Any],
     ) -> None:
-        agent_id = state.agent_id
-        cycle, generation = state.cycle, state.generation
         self.fs.makedirs(work_dir)
         shard_names: dict[str, str] = {}
         shards_info: dict[str, Any] = {}
@@ -469,30 +401,9 @@ class SystemStore:
             else {"path": p.full_id}
             for p in population.all_paths()
         ]
-        manifest = {
-            "format": FORMAT,
-            "version": FORMAT_VERSION,
-            "agent_id": agent_id,
-            "task_name": population.task_name,
-            "cycle": cycle,
-            "generation": generation,
-            "end_of_cycle": generation == 0,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "config": config_json,
-            "next_path_id": population.next_path_id,
-            "next_component_id": population.next_component_id,
-            "first_unsaved_component_id": (
-                population.next_component_id
-                if generation == 0
-                else population.first_unsaved_component_id
-            ),
-            "published": [p.full_id for p in to_publish],
-            "population_file": POPULATION,
-            "paths": records,
-            "components": index,
-            "shards": shards_info,
-            "history_rows": len(population.history),
-        }
+        manifest = build_manifest(
+            state, population, config_json, to_publish, records, index, shards_info
+        )
         manifest_bytes = json.dumps(manifest, indent=1, default=json_default).encode()
         self.fs.write_bytes(
             self.fs.join(work_dir, HISTORY), rows_to_csv(population.history).encode()
@@ -506,43 +417,6 @@ class SystemStore:
         if self.fs.atomic_rename:
             self.fs.sync_dir(work_dir)
             self.fs.rename(work_dir, final_dir)
-
-    def _component_index(
-        self, population: Population, paths: list[Path]
-    ) -> tuple[dict[str, dict[str, Any]], list[Component]]:
-        index: dict[str, dict[str, Any]] = {}
-        to_write: list[Component] = []
-        for path in paths:
-            for c in path.comps_only():
-                if c.key in index:
-                    continue
-                entry: dict[str, Any] = {
-                    "name": c.name,
-                    "agent_id": c.agent_id,
-                    "id": c.id,
-                    "num_params": c.num_params,
-                    "tensors": spec_to_json(c.spec),
-                }
-                unsaved = (
-                    c.agent_id == population.agent_id
-                    and c.id >= population.first_unsaved_component_id
-                )
-                if unsaved or (c.location is None and c.agent_id == population.agent_id):
-                    entry["file"] = None  # Filled in once the shard is written.
-                    to_write.append(c)
-                elif isinstance(c.location, ComponentLocation):
-                    entry["sha256"] = c.location.sha256
-                    entry["file"] = c.location.file
-                else:
-                    raise ValueError(
-                        f"path {path.full_id} uses component {c.key} of agent {c.agent_id}, "
-                        "which was not loaded from this store: only the owner can save it"
-                    )
-                index[c.key] = entry
-        _compute_checksums(to_write)
-        for c in to_write:
-            index[c.key]["sha256"] = c.checksum
-        return index, to_write
 
     # Loading --------------------------------------------------------------------------------
     def shard_reader(self, relative_file: str) -> ShardReader:
@@ -610,7 +484,7 @@ class SystemStore:
         try:
             if self.fs.atomic_rename:
                 return not self.fs.exists(folder)
-            return isinstance(error, _ManifestMissing) or not self.fs.exists(
+            return isinstance(error, ManifestMissingError) or not self.fs.exists(
                 self.fs.join(folder, MANIFEST)
             )
         except SystemStateError:
