@@ -21,7 +21,7 @@ from typing import Any
 
 from munet.cluster.events import Event, format_event
 from munet.cluster.specs import AgentSpec
-from munet.cluster.worker import run_agent
+from munet.cluster.worker import AgentStopped, run_agent
 
 log = logging.getLogger("munet.cluster")
 
@@ -96,16 +96,39 @@ def _task_body(
     queue: Any,
     lease_tag: str,
     lease_ttl: float | None,
+    stop_flag: Any,
 ) -> dict[str, Any]:
     """Runs inside a Ray worker: the agent, with its events sent to the driver's queue."""
+    import ray
 
     def send(event: Event) -> None:
         try:
             queue.put(event, timeout=30)
         except Exception as e:  # noqa: BLE001 - lost progress lines must not stop the agent
-            logging.getLogger("munet.cluster").warning("progress event lost: %s", e)
+            log.warning("progress event lost: %s", e)
 
-    return run_agent(agent_class, task, state_dir, cycles, overrides, send, lease_tag, lease_ttl)
+    def should_stop() -> bool:
+        try:
+            return bool(ray.get(stop_flag.is_set.remote(), timeout=30))
+        except Exception as e:  # noqa: BLE001 - an unreachable flag must not stop the agent
+            log.warning("stop flag unreachable: %s", e)
+            return False
+
+    return run_agent(agent_class, task, state_dir, cycles, overrides, send, lease_tag, lease_ttl,
+                     should_stop)
+
+
+class _StopFlag:
+    """A Ray actor the agents poll after each commit: set once the launch is interrupted."""
+
+    def __init__(self) -> None:
+        self._set = False
+
+    def set(self) -> None:
+        self._set = True
+
+    def is_set(self) -> bool:
+        return self._set
 
 
 def _overrides(spec: AgentSpec, overrides: Sequence[str]) -> list[str]:
@@ -222,6 +245,7 @@ def launch(
     result = LaunchResult()
     try:
         queue = Queue(actor_options={"num_cpus": 0})
+        stop_flag = ray.remote(num_cpus=0)(_StopFlag).remote()
         remote = ray.remote(_task_body)
         launch_id = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
         pending: dict[Any, AgentSpec] = {}
@@ -245,6 +269,7 @@ def launch(
                 queue,
                 launch_id,
                 lease_ttl,
+                stop_flag,
             )
             pending[ref] = spec
 
@@ -292,6 +317,9 @@ def launch(
                     continue
                 except Exception as e:  # noqa: BLE001 - one failed agent does not stop the rest
                     cause = getattr(e, "cause", None) or e
+                    if isinstance(cause, AgentStopped):
+                        result.failures[spec.agent_id] = "stopped (interrupted)"
+                        continue
                     result.failures[spec.agent_id] = f"{type(cause).__name__}: {cause}"
                     drain()
                     echo(format_event({"kind": "failed", "agent_id": spec.agent_id,
@@ -318,6 +346,9 @@ def launch(
                 result.failures[spec.agent_id] = "not started (interrupted)"
             deferred.clear()
             waits_for.clear()
+            # The flag stops each agent at its next commit even where the cancel's interrupt
+            # does not land (see munet.cluster.worker).
+            stop_flag.set.remote()
             for ref in pending:
                 ray.cancel(ref)
             deadline = time.monotonic() + stop_timeout

@@ -4,6 +4,11 @@ Nothing here imports ray; the launcher wraps `run_agent` in a remote function. A
 (the first attempt's worker or node died) runs this again: the agent resumes from its last
 committed state, after the dead attempt's lease expires (fsspec stores; an flock on local disk
 is freed by the kernel at once).
+
+Stopping: the launcher asks the agents to stop (Ctrl-C) in two ways. Ray's cancel interrupts the
+task wherever it is; and, because that interrupt is best-effort (it only lands when the task's
+thread runs Python, and can be lost around a task's start), each agent also checks a stop flag
+before it starts and after every commit, and stops there with `AgentStopped`.
 """
 
 from __future__ import annotations
@@ -15,6 +20,10 @@ from typing import Any
 from munet.cluster.events import Event, ReportingStore, process_fields
 
 
+class AgentStopped(Exception):
+    """The launch asked this agent to stop; everything it committed is kept."""
+
+
 def run_agent(
     agent_class: str,
     task: str,
@@ -24,6 +33,7 @@ def run_agent(
     send: Callable[[Event], None],
     lease_tag: str | None = None,
     lease_ttl: float | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) one agent until it completed `cycles` cycles.
 
@@ -36,14 +46,30 @@ def run_agent(
         send: where progress events go.
         lease_tag: the launch id (a retried attempt waits out its dead predecessor's lease).
         lease_ttl: the lease ttl (seconds; fsspec stores).
+        should_stop: asked before the agent starts and after each of its commits; True stops
+            the agent there (`AgentStopped`).
 
     Returns:
         A summary: agent id, cycles, best path and its qualities, seconds, host and pid.
+
+    Raises:
+        AgentStopped: `should_stop` said so.
     """
     from munet.agents.runner import make_agent, resolve_config
 
     start = time.perf_counter()
-    store = ReportingStore(state_dir, send, lease_tag=lease_tag, lease_ttl=lease_ttl)
+    stop_requested = should_stop or (lambda: False)
+
+    def send_then_check(event: Event) -> None:
+        send(event)
+        if stop_requested():
+            # Raised after the commit the event reports: the agent's lock is released on the
+            # way out, and the run resumes from this state.
+            raise AgentStopped(f"{event['agent_id']}: stopped after {event['kind']} commit")
+
+    if stop_requested():
+        raise AgentStopped(f"{agent_class} on {task}: stopped before it started")
+    store = ReportingStore(state_dir, send_then_check, lease_tag=lease_tag, lease_ttl=lease_ttl)
     config = resolve_config(agent_class, overrides, store, task)
     # The agent's own summaries are not needed: the store reports each commit.
     agent = make_agent(config, task, store, progress=False, echo=lambda _line: None)

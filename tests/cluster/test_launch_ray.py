@@ -147,10 +147,9 @@ def test_launch_on_s3_survives_a_killed_worker(local_ray, s3_url, tiny_config, t
     assert result.interrupted
     assert "interrupted: stopping the agents (their committed states are kept) ..." in lines
     assert any("avg score" in line for line in lines)  # the leaderboard still comes
-    if any("killed" in error for error in result.failures.values()):
-        # Known open defect (issue 16 note): in 1 of the CI runs the cancelled agents did not
-        # stop within stop_timeout and were force-killed. Reported, not hidden.
-        pytest.xfail(f"agents did not stop gracefully after Ctrl-C: {result.failures}")
+    # Stopped by the cancel's interrupt or, at their next commit, by the launch's stop flag;
+    # never force-killed (stop_timeout).
+    assert set(result.failures.values()) <= {"stopped (interrupted)"}, result.failures
     store = SystemStore(s3_url, lease_ttl=60)
     for spec in specs:
         with store.lock(spec.agent_id):  # free now, although the lease ttl is 60 s

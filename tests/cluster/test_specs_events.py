@@ -97,3 +97,33 @@ def test_worker_body_runs_an_agent_and_reports_every_commit(tmp_path, tiny_confi
     assert summary["cycle"] == 1 and summary["best"] == events[-1]["best"]
     store = SystemStore(str(state))
     assert store.latest_state("VitCpu~synth~shape").cycle == 1
+
+
+def test_a_stop_request_ends_the_agent_after_its_commit_and_frees_its_lock(
+    tmp_path, tiny_config, tiny_overrides
+):
+    """The launch's Ctrl-C flag: checked before the start and after every commit."""
+    from munet.agents.root import create_root_model
+    from munet.cluster.worker import AgentStopped
+    from munet.system import SystemStore
+
+    state = tmp_path / "state"
+    create_root_model(tiny_config, state)
+    events = []
+    with pytest.raises(AgentStopped, match="stopped before it started"):
+        run_agent("VitCpu", "synth/shape", str(state), 1, tiny_overrides, events.append,
+                  should_stop=lambda: True)
+    assert events == []
+
+    def stop_after_first_commit() -> bool:
+        return any(e["kind"] == "generation" for e in events)
+
+    with pytest.raises(AgentStopped, match="stopped after generation commit"):
+        run_agent("VitCpu", "synth/shape", str(state), 1, tiny_overrides, events.append,
+                  should_stop=stop_after_first_commit)
+    assert [e["kind"] for e in events] == ["start", "generation"]
+    store = SystemStore(str(state))
+    assert store.latest_state("VitCpu~synth~shape").name == "state_0_1"  # the commit is kept
+    summary = run_agent("VitCpu", "synth/shape", str(state), 1, tiny_overrides, events.append)
+    assert summary["cycle"] == 1  # the lock was freed; the run resumed and finished the cycle
+    assert events[2]["kind"] == "start" and events[2]["state"] == "state_0_1"
