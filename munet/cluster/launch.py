@@ -13,7 +13,9 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import signal
 import socket
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -101,6 +103,8 @@ def _task_body(
     """Runs inside a Ray worker: the agent, with its events sent to the driver's queue."""
     import ray
 
+    _listen_to_cancel()
+
     def send(event: Event) -> None:
         try:
             queue.put(event, timeout=30)
@@ -116,6 +120,20 @@ def _task_body(
 
     return run_agent(agent_class, task, state_dir, cycles, overrides, send, lease_tag, lease_ttl,
                      should_stop)
+
+
+def _listen_to_cancel() -> None:
+    """Let Ray's cancel interrupt this task even where SIGINT was ignored at start-up.
+
+    Ray cancels a running task by simulating SIGINT in it, which does nothing where SIGINT is
+    ignored, and a process started in the background by a non-interactive shell (a CI job, a
+    `nohup` launch) passes that ignore on to the Ray workers it starts.
+    """
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    ):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class _StopFlag:

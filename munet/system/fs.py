@@ -331,6 +331,9 @@ class FsspecFS(StateFS):
         self._forget(path)
 
     def read_bytes(self, path: str) -> bytes:
+        # s3fs checks the file's size first, from a cached listing of its folder when there
+        # is one (see open_state_fs): drop it so a file written since is found.
+        self._forget(path)
         return self.fs.cat_file(path)
 
     def read_range(self, path: str, start: int, end: int) -> bytes:
@@ -370,7 +373,14 @@ def open_state_fs(root: str | os.PathLike[str]) -> tuple[StateFS, str]:
         # The root itself may be a link (a user's choice); what lies under it may not.
         resolved = os.path.realpath(local)
         return LocalFS(resolved), resolved
-    fs, path = fsspec.core.url_to_fs(root)
+    try:
+        # No listings cache: fsspec keeps a folder's listing for ever and answers later
+        # existence and size checks inside it from that listing, so a state committed after
+        # its folder was first listed would stay invisible (s3fs reads a file's size that way
+        # before every whole-file read: a manifest written later read as missing).
+        fs, path = fsspec.core.url_to_fs(root, use_listings_cache=False)
+    except TypeError:  # A filesystem whose constructor takes no storage options.
+        fs, path = fsspec.core.url_to_fs(root)
     return FsspecFS(fs), path.rstrip("/")
 
 

@@ -84,7 +84,8 @@ from munet.system.shards import (
 )
 
 _TMP_PREFIX = ".tmp-"
-#: Listings of an agent's states tried before a state that keeps vanishing is an error.
+#: Listings of an agent's states tried while states vanish under the reader; then a state that
+#: still fails to read is treated as damaged.
 _LOAD_ATTEMPTS = 3
 DEFAULT_MAX_SHARD_BYTES = 1 << 30
 
@@ -512,7 +513,6 @@ class SystemStore:
             SystemStateError: with `strict`, the latest state is damaged.
         """
         check_verify_level(verify)
-        last_error: Exception | None = None
         for attempt in range(_LOAD_ATTEMPTS):
             try:
                 states = [
@@ -531,8 +531,8 @@ class SystemStore:
                     check_components(self, state, manifest, verify)
                     return state, manifest
                 except (SystemStateError, OSError) as e:
-                    if self._uncommitted_meanwhile(state, e):
-                        relist, last_error = True, e  # Removed by its owner meanwhile.
+                    if attempt + 1 < _LOAD_ATTEMPTS and self._uncommitted_meanwhile(state, e):
+                        relist = True  # Removed by its owner meanwhile: list again.
                         break
                     if strict:
                         raise
@@ -543,9 +543,7 @@ class SystemStore:
             if not relist:
                 return None
             time.sleep(0.05 * (attempt + 1))
-        raise CorruptStateError(
-            f"agent {agent_id}: states keep disappearing while loading (last: {last_error})"
-        )
+        return None  # Not reached: the last attempt never lists again.
 
     def load(
         self,

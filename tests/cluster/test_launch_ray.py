@@ -69,7 +69,15 @@ def local_ray():
 
     from munet.cluster import init_ray
 
-    started = init_ray(num_cpus=2)
+    # Started with SIGINT ignored, as under a CI job or `nohup`: the Ray processes inherit the
+    # ignore, which once made Ray's cancel a no-op (the Ctrl-C test below covers it).
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        started = init_ray(num_cpus=2)
+    finally:
+        # As a plain int: CPython 3.11 would store the enum SIG_IGN as a Python handler and
+        # call it on the next SIGINT ("'Handlers' object is not callable").
+        signal.signal(signal.SIGINT, int(previous) if isinstance(previous, int) else previous)
     yield ray
     if started:
         ray.shutdown()
@@ -137,8 +145,11 @@ def test_launch_on_s3_survives_a_killed_worker(local_ray, s3_url, tiny_config, t
     # Ctrl-C (in the driver) while the agents run cycle 3: they stop, keep their commits and
     # free their leases at once (no waiting for an expiry).
     def interrupt(event):
-        if event["kind"] == "generation":
-            raise KeyboardInterrupt
+        if event["kind"] == "generation" and not interrupted:
+            interrupted.append(event)
+            raise KeyboardInterrupt  # once: a second Ctrl-C would mean "stop waiting"
+
+    interrupted: list[dict] = []
 
     lines.clear()
     result = launch(specs, s3_url, 3, overrides=tiny_overrides, lease_ttl=60,

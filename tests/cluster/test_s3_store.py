@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import secrets
 import threading
 import time
 import warnings
@@ -87,21 +88,40 @@ def test_a_long_running_reader_sees_states_committed_later(s3_url):
     assert reader.agent_ids() == []
     bucket_path = s3_url.removeprefix("s3://")
     bucket = bucket_path.split("/")[0]
-    reader.fs.fs.pipe_file(f"{bucket}/README", b"a system")
-    assert reader.fs.fs.ls(bucket) == [f"{bucket}/README"]  # now in s3fs's listing cache
+    plain = s3fs.S3FileSystem(skip_instance_cache=True)  # fsspec's defaults: listings cached
+    plain.pipe_file(f"{bucket}/README", b"a system")
+    assert plain.ls(bucket) == [f"{bucket}/README"]  # now in its listing cache
     # Another process (another filesystem instance) commits an agent.
     other = SystemStore(s3_url.removeprefix("s3://"), fs=FsspecFS(
         s3fs.S3FileSystem(skip_instance_cache=True)))
     with other.lock("Vit~late"):
         other.save_state(_population("Vit~late", [2]), 1, 0)
-    # The shared instance's cached listing is stale (what a plain fsspec reader would see) ...
-    assert reader.fs.fs.ls(bucket, refresh=False) == [f"{bucket}/README"]
-    # ... but the store asks afresh.
+    # A plain fsspec reader's cached listing is stale ...
+    assert plain.ls(bucket, refresh=False) == [f"{bucket}/README"]
+    # ... the store's filesystem keeps no listings, and asks afresh.
+    assert not reader.fs.fs.dircache
     assert reader.agent_ids() == ["Vit~late"]
     assert reader.latest_state("Vit~late").cycle == 1
     with other.lock("Vit~late"):
         other.save_state(other.load("Vit~late").population, 2, 0)
     assert reader.latest_state("Vit~late").cycle == 2
+
+
+def test_a_file_written_into_a_folder_listed_before_is_read(s3_url):
+    """s3fs answers a whole-file read's size check from a cached listing of the file's folder:
+    a manifest written after its state folder was listed read as missing, for ever (a reader
+    declared a whole state damaged). Also with a caching filesystem passed in by the user."""
+    import s3fs
+
+    root = s3_url.removeprefix("s3://")
+    writer = FsspecFS(s3fs.S3FileSystem(skip_instance_cache=True))  # another process's
+    cached = s3fs.S3FileSystem(skip_instance_cache=True)
+    for reader in (SystemStore(s3_url), SystemStore(root, fs=FsspecFS(cached))):
+        folder = f"{root}/{secrets.token_hex(3)}"
+        writer.write_bytes(f"{folder}/components-00000.safetensors", b"shard")
+        assert reader.fs.dirs_with_file(root, "components-00000.safetensors")  # lists it
+        writer.write_bytes(f"{folder}/manifest.json", b"{}")
+        assert reader.fs.read_bytes(f"{folder}/manifest.json") == b"{}"
 
 
 def test_racing_leases_through_s3_with_50ms_latency(s3_url):

@@ -127,3 +127,28 @@ def test_a_stop_request_ends_the_agent_after_its_commit_and_frees_its_lock(
     summary = run_agent("VitCpu", "synth/shape", str(state), 1, tiny_overrides, events.append)
     assert summary["cycle"] == 1  # the lock was freed; the run resumed and finished the cycle
     assert events[2]["kind"] == "start" and events[2]["state"] == "state_0_1"
+
+
+def test_a_worker_started_with_sigint_ignored_can_still_be_cancelled():
+    """Ray cancels a running task by simulating SIGINT in it; a worker that inherited an
+    ignored SIGINT (a launch from a CI job or `nohup`) must take it back first."""
+    import subprocess
+    import sys
+
+    code = (
+        "import _thread, signal\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "from munet.cluster.launch import _listen_to_cancel\n"
+        "_thread.interrupt_main()\n"
+        "print('ignored')\n"
+        "_listen_to_cancel()\n"
+        "try:\n"
+        "    _thread.interrupt_main()\n"
+        "    for _ in range(1000): pass\n"
+        "    print('still running')\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True).stdout.split()
+    assert out == ["ignored", "interrupted"]
