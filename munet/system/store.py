@@ -34,6 +34,7 @@ import threading
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -87,6 +88,8 @@ _TMP_PREFIX = ".tmp-"
 #: Listings of an agent's states tried while states vanish under the reader; then a state that
 #: still fails to read is treated as damaged.
 _LOAD_ATTEMPTS = 3
+#: Threads reading other agents' states at a load.
+_LOAD_THREADS = 16
 DEFAULT_MAX_SHARD_BYTES = 1 << 30
 
 
@@ -467,9 +470,10 @@ class SystemStore:
 
     def warn_once(self, message: str, stacklevel: int = 2) -> None:
         """Warn about a damaged state once per store object (loads repeat every cycle)."""
-        if message in self._warned:
-            return
-        self._warned.add(message)
+        with self._readers_lock:  # Loads read other agents' states in threads.
+            if message in self._warned:
+                return
+            self._warned.add(message)
         warnings.warn(message, stacklevel=stacklevel + 1)
 
     def _uncommitted_meanwhile(self, state: StateRef, error: Exception) -> bool:
@@ -590,12 +594,20 @@ class SystemStore:
         own = self.latest_good_state(agent_id, strict=True, verify=verify)
         if own is not None:
             manifests.append(own)
-        for other in self.agent_ids(agent_classes):
-            if other == agent_id:
-                continue
-            found = self.latest_good_state(other, end_of_cycle=True, verify=verify)
-            if found is not None:
-                manifests.append(found)
+        others = [a for a in self.agent_ids(agent_classes) if a != agent_id]
+
+        def read(other: str) -> tuple[StateRef, dict[str, Any]] | None:
+            return self.latest_good_state(other, end_of_cycle=True, verify=verify)
+
+        # Independent reads, each a few round trips on an object store: read concurrently
+        # (1,000 agents at 20 ms per request took ~40 s one after another), kept in order.
+        workers = min(_LOAD_THREADS, len(others))
+        if workers > 1:
+            with ThreadPoolExecutor(workers, thread_name_prefix="munet-load") as pool:
+                found = list(pool.map(read, others))
+        else:
+            found = [read(other) for other in others]
+        manifests.extend(f for f in found if f is not None)
 
         own_manifest = own[1] if own is not None else None
         population = Population(
