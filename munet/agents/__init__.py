@@ -9,6 +9,9 @@ Public API:
   the singlepath agents of its class; `make_agent(config, task, store, ...)` picks the kind.
 - `Agent`: the cycle both kinds share (munet.agents.cycle).
 - `create_root_model(config, store, kind="random_init" | "checkpoint") -> Path`.
+- `IndependentAgent(config, task, store)`: one task's model trained alone from the root
+  (`.train_alone(hparams, steps)`, `.random_search(steps, num_trials)`), the baseline of
+  benchmarks/system_vs_independent.py; `default_hparams(config)`, `random_hparams(config, rng)`.
 - `run_demo(state_dir="state/demo", cycles=2, tasks=DEMO_TASKS, ...) -> DemoResult`.
 - `resolve_config(agent_class, overrides=(), store=None, task_name=None) -> AgentConfig`;
   `leaderboard_rows(store, agent_classes=None) -> list[dict]`.
@@ -21,6 +24,7 @@ Public API:
 from munet.agents.cycle import Agent
 from munet.agents.demo import DemoResult, run_demo
 from munet.agents.devices import local_devices
+from munet.agents.independent import IndependentAgent, default_hparams, random_hparams
 from munet.agents.multipath import MultipathAgent
 from munet.agents.mutation import (
     MutationDecision,
@@ -52,6 +56,7 @@ __all__ = [
     "DemoResult",
     "GenerationReport",
     "ImmutabilityError",
+    "IndependentAgent",
     "MutationDecision",
     "MutationPolicy",
     "ParentChoice",
@@ -60,12 +65,14 @@ __all__ = [
     "choose_component",
     "create_root_model",
     "decay_selection",
+    "default_hparams",
     "do_mutate",
     "incremental_mutation",
     "leaderboard_rows",
     "local_devices",
     "model_arch",
     "mutate_hparams",
+    "random_hparams",
     "resolve_config",
     "root_agent_id",
     "run_demo",

@@ -377,6 +377,7 @@ class Agent:
         paths: list[Path],
         data_seed: int,
         data_hparams: dict[str, Any] | None = None,
+        num_validations: int | None = None,
     ) -> TrainStats:
         """Trains the generation's paths side by side (one per device) and records their
         metrics; improved paths get their best parameters back.
@@ -386,7 +387,12 @@ class Agent:
             paths: the generation's children, one per device.
             data_seed: seed of the train batches' order and augmentation.
             data_hparams: the generation's dataset hparams (default: the first path's).
+            num_validations: validations of the training, each after the task's train
+                batches between validations (default: the config's
+                ``num_validations_per_path_training``); the lr schedule spans them all.
         """
+        if num_validations is None:
+            num_validations = self.config.num_validations_per_path_training
         candidates = []
         trainables: list[dict[str, Tensors]] = []
         for path, device in zip(paths, self.devices, strict=False):
@@ -396,7 +402,7 @@ class Agent:
                 flat,
                 path.hparams,
                 self.task.num_train_batches_between_validations,
-                self.config.num_validations_per_path_training,
+                num_validations,
             )
             parent = path.parent
             same_agent = parent is not None and parent.agent_id == self.agent_id
@@ -427,7 +433,7 @@ class Agent:
             _pairs(self.task.train_batches(hparams, seed=data_seed)),
             self._eval_batches(self.task.validation_batches(hparams)),
             self.task.num_train_batches_between_validations,
-            self.config.num_validations_per_path_training,
+            num_validations,
             progress=self.progress,
         )
         for path, candidate, trainable in zip(paths, candidates, trainables, strict=True):

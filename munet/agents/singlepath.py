@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -154,9 +154,6 @@ class SinglepathAgent(Agent):
         hparams, decisions = mutate_hparams(parent.hparams, self.policy, rng)
         # The generation's shared dataset hparams (and num_classes) win.
         hparams.update(ds_hparams)
-        arch = model_arch(self.config, hparams)
-        image_size = int(hparams["ds_image_size"])
-        shapes = component_shapes(arch, image_size)
         clone_decisions: list[MutationDecision] = []
 
         def decide_clone(name: str) -> bool:
@@ -165,17 +162,9 @@ class SinglepathAgent(Agent):
             clone_decisions.append(decision)
             return decision.fired
 
-        generator = torch.Generator().manual_seed(
-            stable_seed(self.config.seed, self.agent_id, *seed_parts, "init")
+        components, choices = self.build_components(
+            population, parent, hparams, decide_clone, seed_parts
         )
-        components = []
-        choices: list[ComponentChoice] = []
-        for name in component_names(arch):
-            picked = choose_component(name, shapes[name], parent, self.agent_id, decide_clone)
-            choices.append(picked)
-            components.append(
-                self._materialize(population, picked, arch, image_size, parent, generator)
-            )
         path = population.new_path(hparams, components, parent)
         # One line per decision: those that change something at INFO, the others at DEBUG.
         for index, line in enumerate(choice.log):
@@ -200,6 +189,44 @@ class SinglepathAgent(Agent):
         path.metrics["mutations"] = [*choice.log[-1:], *fired]
         path.metrics["reuse"] = _reuse_summary(choices)
         return path
+
+    def build_components(
+        self,
+        population: Population,
+        parent: Path,
+        hparams: dict[str, Any],
+        decide_clone: Callable[[str], bool],
+        seed_parts: tuple = (),
+    ) -> tuple[list[Component], list[ComponentChoice]]:
+        """The components of a child of ``parent`` with ``hparams``' architecture: for each
+        slot the nearest ancestor's, shared or cloned (``decide_clone`` is asked for frozen
+        ones), else a resized root position embedding or a fresh component.
+
+        Args:
+            population: the agent's population (owns the clones and new components).
+            parent: the child's parent.
+            hparams: the child's hparams (``num_layers``, ``num_classes``, ``ds_image_size``).
+            decide_clone: whether to clone the frozen component of that name.
+            seed_parts: what seeds fresh components' initialisation, with the agent's seed.
+
+        Returns:
+            The components, in the architecture's order, and the decision for each.
+        """
+        arch = model_arch(self.config, hparams)
+        image_size = int(hparams["ds_image_size"])
+        shapes = component_shapes(arch, image_size)
+        generator = torch.Generator().manual_seed(
+            stable_seed(self.config.seed, self.agent_id, *seed_parts, "init")
+        )
+        components = []
+        choices: list[ComponentChoice] = []
+        for name in component_names(arch):
+            picked = choose_component(name, shapes[name], parent, self.agent_id, decide_clone)
+            choices.append(picked)
+            components.append(
+                self._materialize(population, picked, arch, image_size, parent, generator)
+            )
+        return components, choices
 
     def _materialize(
         self,
