@@ -76,14 +76,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--multipath-cycles", type=int, default=1, help="0: no multipath stage")
     parser.add_argument("--search-trials", type=int, default=3, help="random search trials")
     parser.add_argument("--workers", type=int, default=None, help="default: one per core")
-    parser.add_argument("--set", dest="overrides", action="append", default=[],
-                        metavar="KEY=VALUE", help="config override for every agent")  # fmt: skip
-    parser.add_argument("--out", default="out/system_vs_independent",
-                        help="folder of the per-seed JSON results and the plot")  # fmt: skip
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config override for every agent",
+    )
+    parser.add_argument(
+        "--out",
+        default="out/system_vs_independent",
+        help="folder of the per-seed JSON results and the plot",
+    )
     parser.add_argument("--plot", default=None, help="plot file (default: OUT/plot.png)")
     parser.add_argument("--state-dir", default=None, help="systems' state (default: a temp dir)")
-    parser.add_argument("--combine", nargs="+", metavar="JSON", default=None,
-                        help="combine these per-seed results: table, ratios, plot")  # fmt: skip
+    parser.add_argument(
+        "--combine",
+        nargs="+",
+        metavar="JSON",
+        default=None,
+        help="combine these per-seed results: table, ratios, plot",
+    )
     parser.add_argument("--quick", action="store_true", help="tiny smoke test")
     args = parser.parse_args(argv)
     if args.quick:
@@ -132,8 +146,9 @@ def _baseline_job(job: dict[str, Any]) -> dict[str, Any]:
     from munet.config import AgentConfig
 
     config = AgentConfig.from_dict(job["config"])
-    agent = IndependentAgent(config, job["task"], job["state_dir"], progress=False,
-                             echo=lambda _: None)  # fmt: skip
+    agent = IndependentAgent(
+        config, job["task"], job["state_dir"], progress=False, echo=lambda _: None
+    )
     start = time.perf_counter()
     if job["trials"] == 0:
         path, trials = agent.train_alone(default_hparams(config), job["steps"]), []
@@ -164,9 +179,12 @@ def run_baseline(name: str, jobs: list[dict[str, Any]], workers: int, seed: int)
     with _pool(min(workers, len(jobs))) as pool:
         for done in pool.imap_unordered(_baseline_job, jobs):
             tasks[done["task"]] = done
-            print(f"  [seed {seed}] {name:<13} {done['task']:<14} test {done['test_quality']:.4f} "
-                  f"validation {done['quality']:.4f} ({done['steps']} steps, "
-                  f"{done['seconds']:.0f}s)", flush=True)  # fmt: skip
+            print(
+                f"  [seed {seed}] {name:<13} {done['task']:<14} test {done['test_quality']:.4f} "
+                f"validation {done['quality']:.4f} ({done['steps']} steps, "
+                f"{done['seconds']:.0f}s)",
+                flush=True,
+            )
         pool.close()
         pool.join()
     ordered = {job["task"]: tasks[job["task"]] for job in jobs}
@@ -177,8 +195,14 @@ def run_baseline(name: str, jobs: list[dict[str, Any]], workers: int, seed: int)
     }
 
 
-def run_system(args: argparse.Namespace, overrides: list[str], state_dir: str, seed: int,
-               workers: int, budgets: dict[str, int]) -> dict:  # fmt: skip
+def run_system(
+    args: argparse.Namespace,
+    overrides: list[str],
+    state_dir: str,
+    seed: int,
+    workers: int,
+    budgets: dict[str, int],
+) -> dict:
     """Grows the system as ``munet demo`` does (rounds, then multipath on every task); per task
     the better of its singlepath and multipath paths by validation accuracy."""
     from munet.agents import run_demo
@@ -186,12 +210,20 @@ def run_system(args: argparse.Namespace, overrides: list[str], state_dir: str, s
 
     start = time.perf_counter()
     run_demo(
-        state_dir, cycles=args.cycles, tasks=args.tasks, overrides=overrides,
-        echo=lambda line: print(f"  [seed {seed}] system: {line}", flush=True)
-        if line.startswith(("  ", "multipath", "running", "root")) else None,
-        progress=False, workers=workers, multipath_tasks=len(args.tasks),
+        state_dir,
+        cycles=args.cycles,
+        tasks=args.tasks,
+        overrides=overrides,
+        echo=lambda line: (
+            print(f"  [seed {seed}] system: {line}", flush=True)
+            if line.startswith(("  ", "multipath", "running", "root"))
+            else None
+        ),
+        progress=False,
+        workers=workers,
+        multipath_tasks=len(args.tasks),
         multipath_cycles=args.multipath_cycles,
-    )  # fmt: skip
+    )
     wall = time.perf_counter() - start
     store = SystemStore(state_dir)
     chosen: dict[str, Any] = {}
@@ -201,15 +233,18 @@ def run_system(args: argparse.Namespace, overrides: list[str], state_dir: str, s
         multi_id = format_agent_id(DEMO_MULTIPATH_AGENT, task)
         agents = [single_id] + ([multi_id] if args.multipath_cycles else [])
         population = store.load(agents[-1], [DEMO_AGENT]).population
-        candidates = [population.get_best_path() if a == agents[-1] else population.paths[a][0]
-                      for a in agents]  # fmt: skip
+        candidates = [
+            population.get_best_path() if a == agents[-1] else population.paths[a][0]
+            for a in agents
+        ]
         # The task's model: the best validation accuracy; the singlepath one on ties.
         best = max(candidates, key=lambda p: float(p.metrics["quality"]))
         chosen[task] = best
         # Every path sampled for the task, at the planned steps per path.
         sampled = sum(len(store.read_path_history(a)) for a in agents)
-        steps_per_path = budgets[task] // ((args.cycles + args.multipath_cycles)
-                                           * args.samples_per_cycle)  # fmt: skip
+        steps_per_path = budgets[task] // (
+            (args.cycles + args.multipath_cycles) * args.samples_per_cycle
+        )
         tasks[task] = {
             "task": task,
             "test_quality": float(best.metrics["test_quality"]),
@@ -226,9 +261,11 @@ def run_system(args: argparse.Namespace, overrides: list[str], state_dir: str, s
         owners = {format_agent_id(DEMO_AGENT, task), format_agent_id(DEMO_MULTIPATH_AGENT, task)}
         info["params_added"] = sum(c.num_params for c in held.values() if c.agent_id in owners)
         info["reuses"] = sorted({c.agent_id for c in chosen[task].leaf_components()} - owners)
-        print(f"  [seed {seed}] system        {task:<14} test {info['test_quality']:.4f} "
-              f"validation {info['quality']:.4f} ({info['model']}, {info['steps']} steps)",
-              flush=True)  # fmt: skip
+        print(
+            f"  [seed {seed}] system        {task:<14} test {info['test_quality']:.4f} "
+            f"validation {info['quality']:.4f} ({info['model']}, {info['steps']} steps)",
+            flush=True,
+        )
     total = sum(c.num_params for c in held.values())
     shared_root = sum(c.num_params for c in held.values() if "~root_model~" in c.agent_id)
     return {"tasks": tasks, "total_params": total, "root_params_held": shared_root, "wall_s": wall}
@@ -245,8 +282,16 @@ def run_seed(args: argparse.Namespace, seed: int, workers: int, state_root: str)
     result["methods"]["system"] = run_system(args, overrides, state_dir, seed, workers, budgets)
     for name, trials in (("independent", 0), ("random_search", args.search_trials)):
         print(f"[seed {seed}] {name}", flush=True)
-        jobs = [{"config": config.to_dict(), "task": task, "state_dir": state_dir,
-                 "steps": budgets[task], "trials": trials} for task in args.tasks]  # fmt: skip
+        jobs = [
+            {
+                "config": config.to_dict(),
+                "task": task,
+                "state_dir": state_dir,
+                "steps": budgets[task],
+                "trials": trials,
+            }
+            for task in args.tasks
+        ]
         result["methods"][name] = run_baseline(name, jobs, workers, seed)
     return result
 
@@ -308,8 +353,10 @@ def main(argv: list[str] | None = None) -> None:
             name = os.path.join(args.out, f"seed_{seed}.json")
             with open(name, "w") as f:
                 json.dump(results[-1], f, indent=1)
-            print(f"[seed {seed}] done ({time.perf_counter() - start:.0f}s so far): {name}",
-                  flush=True)  # fmt: skip
+            print(
+                f"[seed {seed}] done ({time.perf_counter() - start:.0f}s so far): {name}",
+                flush=True,
+            )
     report(results, plot)
     print(f"total wall time: {time.perf_counter() - start:.0f}s with {workers} workers")
 

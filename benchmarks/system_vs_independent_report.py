@@ -70,8 +70,7 @@ def format_table(results: Sequence[dict]) -> str:
     seeds = ", ".join(str(r["seed"]) for r in results)
     width = 26
     lines = [
-        f"budget: {budget_text(settings)} train steps per task and method; "
-        f"seeds {seeds}",
+        f"budget: {budget_text(settings)} train steps per task and method; seeds {seeds}",
         "test accuracy, mean ± sd over seeds (parameters added for the task, mean)",
         f"{'task':<16}" + "".join(f"{m:<{width}}" for m in METHODS),
     ]
@@ -98,9 +97,7 @@ def format_table(results: Sequence[dict]) -> str:
     for label, cell in rows.items():
         lines.append(f"{label:<16}" + "".join(f"{cell(m):<{width}}" for m in METHODS))
     system = [r["methods"]["system"] for r in results]
-    multipath = sum(
-        t["model"] == "multipath" for s in system for t in s["tasks"].values()
-    )
+    multipath = sum(t["model"] == "multipath" for s in system for t in s["tasks"].values())
     root = statistics.fmean(s["root_params_held"] for s in system)
     lines.append(
         f"system: {multipath} of {len(tasks) * len(results)} task models are multipath; "
@@ -134,8 +131,13 @@ def write_plot(results: Sequence[dict], filename: str) -> None:
             errs.append(sd)
         ax.errorbar(xs, ys, yerr=errs, fmt=markers[method], label=method, capsize=3, alpha=0.85)
         for x, y, task in zip(xs, ys, tasks, strict=True):
-            ax.annotate(task.replace("synth/", ""), (x, y), fontsize=7,
-                        xytext=(4, 3), textcoords="offset points")  # fmt: skip
+            ax.annotate(
+                task.replace("synth/", ""),
+                (x, y),
+                fontsize=7,
+                xytext=(4, 3),
+                textcoords="offset points",
+            )
     quality, params = ratios(results)
     ax.set_xscale("log")
     ax.set_xlabel("parameters added for the task (log scale)")
