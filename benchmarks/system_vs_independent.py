@@ -42,6 +42,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from system_vs_independent_jobs import baseline_job  # noqa: E402
 from system_vs_independent_report import (  # noqa: E402
     check_compatible,
     format_table,
@@ -140,32 +141,6 @@ def plan(
     return config, overrides, budgets, paths
 
 
-def _baseline_job(job: dict[str, Any]) -> dict[str, Any]:
-    """Worker: one task's independent model (``trials`` 0) or random search."""
-    from munet.agents import IndependentAgent, default_hparams
-    from munet.config import AgentConfig
-
-    config = AgentConfig.from_dict(job["config"])
-    agent = IndependentAgent(
-        config, job["task"], job["state_dir"], progress=False, echo=lambda _: None
-    )
-    start = time.perf_counter()
-    if job["trials"] == 0:
-        path, trials = agent.train_alone(default_hparams(config), job["steps"]), []
-    else:
-        path, trials = agent.random_search(job["steps"], job["trials"])
-    return {
-        "task": job["task"],
-        "test_quality": float(path.metrics["test_quality"]),
-        "quality": float(path.metrics["quality"]),
-        "params_added": path.num_params(),
-        "steps": sum(int(t.metrics["steps"]) for t in trials) if trials else path.metrics["steps"],
-        "seconds": time.perf_counter() - start,
-        "hparams": {k: v for k, v in path.hparams.items() if not k.startswith("_mu_")},
-        "trial_qualities": [float(t.metrics["quality"]) for t in trials],
-    }
-
-
 def _pool(workers: int) -> Any:
     from munet.agents.demo import _die_with_parent
 
@@ -177,7 +152,7 @@ def run_baseline(name: str, jobs: list[dict[str, Any]], workers: int, seed: int)
     start = time.perf_counter()
     tasks: dict[str, Any] = {}
     with _pool(min(workers, len(jobs))) as pool:
-        for done in pool.imap_unordered(_baseline_job, jobs):
+        for done in pool.imap_unordered(baseline_job, jobs):
             tasks[done["task"]] = done
             print(
                 f"  [seed {seed}] {name:<13} {done['task']:<14} test {done['test_quality']:.4f} "

@@ -104,3 +104,19 @@ def test_quick_run_end_to_end_then_combined(tmp_path, capsys):
     script.main(["--combine", str(out / "seed_0.json"), "--plot", str(tmp_path / "again.png")])
     again = capsys.readouterr().out
     assert f"quality ratio: {quality[0]}" in again and f"params ratio: {params[0]}" in again
+
+
+@pytest.mark.slow
+def test_diagnosis_runs_its_chains_and_curve(capsys):
+    tiny = ["batch_size=8", "num_train_examples_between_validations_max=16"]
+    tiny += ["num_validation_examples_max=16", "num_layers=1"]
+    tiny += ["hparams_mutation_ranges.num_layers=[0, 1, 2]"]
+    args = ["--tasks", "synth/shape", "--links", "2", "--link-steps", "4", "--curve", "4"]
+    for override in tiny:
+        args += ["--set", override]
+    load_script("system_vs_independent_diagnosis").main(args)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 5
+    assert re.search(r"2 x 4 restarted, all trainable\s+test 0\.\d{3}, 0\.\d{3}$", lines[1])
+    assert "posembed_input+encoderblock_0 frozen" in lines[2]
+    assert re.search(r"plain 4 steps: validation 0\.\d{3} test 0\.\d{3}$", lines[4])
