@@ -348,13 +348,14 @@ def vit_ti3() -> AgentConfig:
     between validations).
 
     Speed settings (docs/speed.md): ``precision="auto"``, bf16 autocast where the device has
-    native bf16 (CUDA GPUs of compute capability 8+, CPUs with AVX512-BF16/AMX; issue 19
-    measured 2.3x faster training at this size on such a CPU), fp32 elsewhere (emulated bf16
-    ran at 0.14x fp32 training and 0.45x evaluation on an AVX2-only CPU). ``num_threads=0``:
-    the usable cores,
-    with passive OpenMP waiting; on a shared 2-core machine (load average 15-24) two threads
-    trained 1.56x and evaluated 1.16x faster than one with two competing busy processes, and
-    1.34x / 0.99x without them (``benchmarks/train_throughput.py``, 2026-11-23).
+    native bf16 (CUDA GPUs of compute capability 8+, CPUs with AVX512-BF16/AMX), fp32 elsewhere
+    (emulated bf16 ran at 0.14x fp32 training and 0.45x evaluation on an AVX2-only CPU). On a
+    2-vCPU Xeon with AMX (2026-11-25, load average 3-10 from other work) bf16 trained at
+    1.03-1.34x and evaluated at 1.69-2.02x fp32's speed, and munet at these defaults trained
+    1.70-2.41x and evaluated 1.59-1.78x as fast as the seed's own jitted JAX step on the same
+    model (``benchmarks/jax_step.py``). ``num_threads=0``: the usable cores, with passive
+    OpenMP waiting; there two threads trained 2.73x and evaluated 1.86x as fast as one with
+    two competing busy processes (``benchmarks/train_threads.py``).
     """
     return _common_vit_config(
         name="VitT3",
@@ -384,12 +385,13 @@ def vit_cpu() -> AgentConfig:
     root (seed 0; seeds 1 and 2 give 0.969 and 0.972). ``munet demo`` runs this preset on
     four tasks in about 4 minutes on 2 cores (measured: 234 s on a shared 2-core machine).
 
-    Speed settings (docs/speed.md): ``precision="fp32"``: at this size bf16 trained at 0.55x
-    fp32 even on a CPU with native bf16 (issue 19), and at 0.18x (evaluation
-    0.18x) where it is emulated (AVX2-only CPU). ``num_threads=1``: never slower than one
-    thread by construction; two threads with passive OpenMP waiting trained 4.3x faster under
-    heavy load (load average 24, two busy processes) but 0.81x in a short run without the
-    busy processes, so one thread stays the default (``--set num_threads=0`` for all cores).
+    Speed settings (docs/speed.md): ``precision="fp32"``: at this size bf16 trains slower even
+    on a CPU with native bf16 (0.46x fp32 on a Xeon with AMX, 2026-11-25; evaluation 1.60x,
+    a small share of a cycle), and runs at 0.18x where it is emulated (AVX2-only CPU).
+    ``num_threads=1``: never slower than one thread by construction; two threads with passive
+    OpenMP waiting trained at 0.62x one thread on that Xeon with two busy processes (4.3x on
+    the AVX2 machine under heavier load, 0.81x there without the busy processes), so one
+    thread stays the default (``--set num_threads=0`` for all cores).
     """
     config = _common_vit_config(
         name="VitCpu",
