@@ -75,3 +75,12 @@ def test_train_throughput_and_threads_smoke(capsys, restore_threads):
     load_script("train_threads").main([*small, "--eval-batches", "1", "--busy-procs", "1"])
     out = capsys.readouterr().out
     assert len(ratios(out)) == 1 and "train 1thread" in out
+
+
+def test_patch_embed_smoke(capsys, restore_threads):
+    load_script("patch_embed").main(
+        ["--preset", "VitCpu", "--num-layers", "1", "--image-size", "8", "--batch", "4",
+         "--eval-batch", "8", "--rounds", "1", "--steps", "1", "--eval-batches", "1"]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert len(ratios(out)) == 4 and "train bf16 matmul/conv" in out
