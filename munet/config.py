@@ -350,12 +350,12 @@ def vit_ti3() -> AgentConfig:
     Speed settings (docs/speed.md): ``precision="auto"``, bf16 autocast where the device has
     native bf16 (CUDA GPUs of compute capability 8+, CPUs with AVX512-BF16/AMX), fp32 elsewhere
     (emulated bf16 ran at 0.14x fp32 training and 0.45x evaluation on an AVX2-only CPU). On a
-    2-vCPU Xeon with AMX (2026-11-25, load average 3-10 from other work) bf16 trained at
-    1.03-1.34x and evaluated at 1.69-2.02x fp32's speed, and munet at these defaults trained
-    1.70-2.41x and evaluated 1.59-1.78x as fast as the seed's own jitted JAX step on the same
+    2-vCPU Xeon with AMX (2026-11-25, load average 4-6 from other work) bf16 trained at
+    1.95-2.14x and evaluated at 1.59-2.48x fp32's speed, and munet at these defaults trained
+    2.4-3.7x and evaluated 1.6-2.8x as fast as the seed's own jitted JAX step on the same
     model (``benchmarks/jax_step.py``). ``num_threads=0``: the usable cores, with passive
-    OpenMP waiting; there two threads trained 2.73x and evaluated 1.86x as fast as one with
-    two competing busy processes (``benchmarks/train_threads.py``).
+    OpenMP waiting; there two threads trained 1.19-1.60x as fast as one with two competing
+    busy processes (``benchmarks/train_threads.py``).
     """
     return _common_vit_config(
         name="VitT3",
@@ -386,7 +386,7 @@ def vit_cpu() -> AgentConfig:
     four tasks in about 4 minutes on 2 cores (measured: 234 s on a shared 2-core machine).
 
     Speed settings (docs/speed.md): ``precision="fp32"``: at this size bf16 trains slower even
-    on a CPU with native bf16 (0.46x fp32 on a Xeon with AMX, 2026-11-25; evaluation 1.60x,
+    on a CPU with native bf16 (0.46-0.48x fp32 on a Xeon with AMX, 2026-11-25; evaluation 1.6x,
     a small share of a cycle), and runs at 0.18x where it is emulated (AVX2-only CPU).
     ``num_threads=1``: never slower than one thread by construction; two threads with passive
     OpenMP waiting trained at 0.62x one thread on that Xeon with two busy processes (4.3x on
