@@ -350,9 +350,9 @@ def vit_ti3() -> AgentConfig:
     Speed settings (docs/speed.md): ``precision="auto"``, bf16 autocast where the device has
     native bf16 (CUDA GPUs of compute capability 8+, CPUs with AVX512-BF16/AMX), fp32 elsewhere
     (emulated bf16 ran at 0.14x fp32 training and 0.45x evaluation on an AVX2-only CPU). On a
-    2-vCPU Xeon with AMX (2026-11-25, load average 4-6 from other work) bf16 trained at
+    2-vCPU Xeon with AMX (2026-11-25, load average 3-6 from other work) bf16 trained at
     1.95-2.14x and evaluated at 1.59-2.48x fp32's speed, and munet at these defaults trained
-    2.4-3.7x and evaluated 1.6-2.8x as fast as the seed's own jitted JAX step on the same
+    2.3-3.7x and evaluated 1.6-2.8x as fast as the seed's own jitted JAX step on the same
     model (``benchmarks/jax_step.py``). ``num_threads=0``: the usable cores, with passive
     OpenMP waiting; there two threads trained 1.19-1.60x as fast as one with two competing
     busy processes (``benchmarks/train_threads.py``).
