@@ -5,8 +5,8 @@ and the agent lease under a 50 ms round trip."""
 from __future__ import annotations
 
 import os
-import signal
 import secrets
+import signal
 import threading
 import time
 import warnings
