@@ -119,7 +119,7 @@ def _parser_with(func):
 
 @pytest.mark.slow
 def test_racing_roots_never_print_a_traceback(tmp_path):
-    for round_index in range(2):
+    for round_index in range(5):
         state = tmp_path / f"s{round_index}"
         procs = [
             subprocess.Popen(
