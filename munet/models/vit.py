@@ -99,6 +99,9 @@ def embed_patches(images: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor
     batch, channels, height, width = images.shape
     width_out, _, patch, _ = weight.shape
     rows, cols = height // patch, width // patch
+    if (rows * patch, cols * patch) != (height, width):
+        # A stride-p convolution ignores the last pixels that fill no whole patch.
+        images = images[:, :, : rows * patch, : cols * patch]
     patches = images.reshape(batch, channels, rows, patch, cols, patch)
     patches = patches.permute(0, 2, 4, 1, 3, 5).reshape(batch, rows * cols, -1)
     return F.linear(patches, weight.reshape(width_out, -1), bias)

@@ -128,7 +128,7 @@ def test_register_custom_size(monkeypatch):
         )
 
 
-@pytest.mark.parametrize(("patch", "image_size"), [(16, 32), (4, 12), (2, 2)])
+@pytest.mark.parametrize(("patch", "image_size"), [(16, 32), (4, 12), (2, 2), (4, 14)])
 def test_patch_embedding_matmul_equals_the_strided_convolution(patch, image_size):
     from munet.models.vit import embed_patches
 
