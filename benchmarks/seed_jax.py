@@ -1,4 +1,5 @@
-"""The seed's ViT, train step and eval step in JAX/Flax, for benchmarks/jax_step.py.
+"""The seed's ViT, train step and eval step in JAX/Flax, for benchmarks/jax_step.py (a library
+module: jax_step.py times these against munet and prints the `ratio:` lines).
 
 Written from the behaviour the µNet seed (seeds/000_*) and its model, vit_jax's
 ``models_vit.VisionTransformer``, define; no code of theirs is copied:
