@@ -75,3 +75,34 @@ def test_train_throughput_and_threads_smoke(capsys, restore_threads):
     load_script("train_threads").main([*small, "--eval-batches", "1", "--busy-procs", "1"])
     out = capsys.readouterr().out
     assert len(ratios(out)) == 1 and "train 1thread" in out
+
+
+def test_es_devices_smoke_on_cpu(monkeypatch, capsys, restore_threads):
+    argv = ["es_devices", "--problem", "influence", "--truncation", "2", "--min-particles", "4",
+            "--max-particles", "8", "--threads", "1", "--rounds", "1"]  # fmt: skip
+    monkeypatch.setattr(sys, "argv", argv)
+    load_script("es_devices").main()
+    out = capsys.readouterr().out
+    # Sharded / one thread at 4 and 8 particles; no GPU here, said so.
+    shard_ratios = re.findall(r"^ratio: cpu x2 / cpu 1t at \d+ particles = ([0-9.]+)$", out, re.M)
+    assert len(shard_ratios) == 2 and all(float(r) > 0 for r in shard_ratios)
+    if not torch.cuda.is_available():
+        assert "GPU part not run" in out
+
+
+def test_search_parallel_smoke_on_nasbench(monkeypatch, capsys):
+    argv = ["search_parallel", "--skip-vit", "--repeats", "1", "--budget", "20000"]
+    monkeypatch.setattr(sys, "argv", argv)
+    load_script("search_parallel").main()
+    out = capsys.readouterr().out
+    for strategy in ("petridish (loop)", "regularized_evolution", "random"):
+        assert strategy in out
+
+
+def test_patch_embed_smoke(capsys, restore_threads):
+    load_script("patch_embed").main(
+        ["--preset", "VitCpu", "--num-layers", "1", "--image-size", "8", "--batch", "4",
+         "--eval-batch", "8", "--rounds", "1", "--steps", "1", "--eval-batches", "1"]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert len(ratios(out)) == 4 and "train bf16 matmul/conv" in out

@@ -87,6 +87,26 @@ class EncoderBlock(nn.Module):
         return x + self.mlp(self.norm2(x))
 
 
+def embed_patches(images: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """The p x p stride-p patch convolution as one matrix product: (B, 3, S, S) -> (B, N, D).
+
+    Equals ``conv2d(images, weight, bias, stride=p).flatten(2).transpose(1, 2)`` (tokens
+    row-major over the patch grid, like Flax) up to float rounding. Non-overlapping patches
+    make the convolution a plain matmul over flattened patches, which runs 1.3-1.6x (float32)
+    and 1.6-2.4x (bfloat16, forward and backward) faster than PyTorch's convolution kernels
+    at ViT-Ti/16 32 px batch 512 on a CPU (docs/speed.md).
+    """
+    batch, channels, height, width = images.shape
+    width_out, _, patch, _ = weight.shape
+    rows, cols = height // patch, width // patch
+    if (rows * patch, cols * patch) != (height, width):
+        # A stride-p convolution ignores the last pixels that fill no whole patch.
+        images = images[:, :, : rows * patch, : cols * patch]
+    patches = images.reshape(batch, channels, rows, patch, cols, patch)
+    patches = patches.permute(0, 2, 4, 1, 3, 5).reshape(batch, rows * cols, -1)
+    return F.linear(patches, weight.reshape(width_out, -1), bias)
+
+
 class VisionTransformer(nn.Module):
     """A ViT whose submodules are the µNet components.
 
@@ -128,8 +148,7 @@ class VisionTransformer(nn.Module):
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """Args: images (B, 3, S, S). Returns logits (B, C), or (B, D) when headless."""
-        x = self.embedding(images)  # (B, D, g, g)
-        x = x.flatten(2).transpose(1, 2)  # (B, N, D), row-major over the grid like Flax
+        x = embed_patches(images, self.embedding.weight, self.embedding.bias)  # (B, N, D)
         cls = self.cls.token.expand(x.shape[0], -1, -1)
         x = torch.cat([cls, x], dim=1) + self.posembed_input.pos_embedding  # (B, 1+N, D)
         for name in self._block_names:

@@ -69,6 +69,7 @@ from munet.system.errors import (
     UnsafePathError,
 )
 from munet.system.fs import FsspecFS, LocalFS, StateFS, open_state_fs
+from munet.system.loading import LoadedState
 from munet.system.lock import AgentLock
 from munet.system.manifest import StateRef, state_dir_name
 from munet.system.naming import (
@@ -85,7 +86,7 @@ from munet.system.naming import (
 from munet.system.path import Path
 from munet.system.population import Population
 from munet.system.scoring import VIT_SCORER_KWARGS, ScorerDecay
-from munet.system.store import LoadedState, SystemStore
+from munet.system.store import SystemStore
 
 __all__ = [
     "FROZEN_LOCK",

@@ -230,6 +230,43 @@ def test_child_of_an_own_parent_keeps_its_subpaths_and_clones_router(
     assert grown.component(ROUTER).tensors["dense.weight"].shape == (3, 10)
 
 
+def test_no_own_parent_selected_takes_path_0_with_the_best_own_paths_hparams(
+    mp_config, state, monkeypatch
+):
+    agent = agent_for(mp_config, state)
+    population, *_ = agent._load(announce=False)
+    monkeypatch.setattr(multipath, "mutate_hparams", FixedMutation(num_paths=2))
+    ds = {"num_classes": 10}
+    own = agent.sample_path(population, ds, ScriptedRng([], [0, 0]))
+    own.metrics["quality"] = 0.5
+    own.metrics["offsprings"] = 1  # Selected with p = 0.5 only.
+    own.hparams["router_lr_mult"] = 0.2  # Marks the best own path's hparams.
+    population.add_path(own)
+    mutation = FixedMutation(num_paths=2)
+    monkeypatch.setattr(multipath, "mutate_hparams", mutation)
+    main = canonical(population.paths[SP])
+    # Draws: path_0 = index 0; decay draw 0.7 >= 0.5 skips the only own path; path_1 = index 1
+    # of [root, color] (the parent path_0 has no subpaths to inherit).
+    rng = ScriptedRng([0.7], [0, 1])
+    child = agent.sample_path(population, ds, rng)
+    assert rng.exhausted()
+    assert child.parent is main[0] and own.metrics["offsprings"] == 1
+    assert mutation.seen[0]["router_lr_mult"] == 0.2 and mutation.seen[0]["paths"] == {}
+    assert child.hparams["paths"]["path_1"]["agent_id"] == "VitCpu~synth~color"
+    assert any(f"hparams from the best path {own.full_id}" in line
+               for line in child.metrics["mutations"])  # fmt: skip
+
+
+def test_generation_batches_carry_each_image_size_once(mp_config, state):
+    agent = agent_for(mp_config, state)
+    children = [
+        Path(i, agent.agent_id, "digits", {"ds_image_size": sizes}, [])
+        for i, sizes in enumerate([[16, 8], [8], [16, 32]])
+    ]
+    ds = agent.finalize_ds_hparams({"ds_image_size": 8, "ds_flip_left_right": False}, children)
+    assert ds == {"ds_image_size": [8, 16, 32], "ds_flip_left_right": False}
+
+
 def test_too_few_agents_uses_the_paths_there_are_and_none_is_an_error(
     mp_config, state, monkeypatch
 ):

@@ -1,6 +1,8 @@
 """`munet run --agent MultiVitCpu` end to end: real processes, a kill mid-cycle, a resume, and
 the published paths rebuilt in a fresh process with the same logits."""
 
+import csv
+import io
 import json
 import os
 import signal
@@ -74,6 +76,9 @@ def test_multipath_run_errors_and_leaderboard(tmp_path, capsys):
     assert rows["VitCpu~digits"]["paths"] == ""
     assert main(["leaderboard", "-d", state]) == 0
     assert rows[MULTI]["paths"] in capsys.readouterr().out
+    assert main(["leaderboard", "-d", state, "--format", "csv"]) == 0
+    csv_rows = {r["agent_id"]: r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
+    assert csv_rows[MULTI]["paths"] == rows[MULTI]["paths"]
 
 
 @pytest.mark.slow

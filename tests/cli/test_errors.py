@@ -17,11 +17,13 @@ from munet.cli.errors import (
     EXIT_BAD_INPUT,
     EXIT_BUG,
     EXIT_CODES,
+    EXIT_DAMAGED_STATE,
     EXIT_DISK_FULL,
     EXIT_LOCKED,
     EXIT_NO_PERMISSION,
     EXIT_STATE_EXISTS,
 )
+from tests.agents.conftest import TINY_OVERRIDES
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 MUNET = [sys.executable, "-m", "munet"]
@@ -117,7 +119,7 @@ def _parser_with(func):
 
 @pytest.mark.slow
 def test_racing_roots_never_print_a_traceback(tmp_path):
-    for round_index in range(2):
+    for round_index in range(5):
         state = tmp_path / f"s{round_index}"
         procs = [
             subprocess.Popen(
@@ -252,3 +254,24 @@ def test_a_state_dir_that_is_a_file_is_one_line(tmp_path, capsys):
     code = main(["root", "--agent", "VitCpu", "-d", str(state)])
     err = capsys.readouterr().err
     assert code == 9 and err.count("\n") == 1 and "Not a directory" in err, err
+
+
+def test_an_agents_own_damaged_state_is_one_line_naming_doctor(tmp_path, capsys):
+    state = tmp_path / "s"
+    sets = [arg for o in TINY_OVERRIDES for arg in ("--set", o)]
+    run = ["run", "--agent", "VitCpu", "--task", "digits", "-d", str(state), *sets]
+    assert main(["root", "--agent", "VitCpu", "-d", str(state), *sets]) == 0
+    assert main([*run, "--cycles", "1"]) == 0
+    shard = next((state / "VitCpu~digits" / "state_1_0").glob("*.safetensors"))
+    data = bytearray(shard.read_bytes())
+    data[-3] ^= 0xFF  # One flipped bit pattern in the last tensor's bytes.
+    shard.write_bytes(bytes(data))
+    capsys.readouterr()
+    assert main([*run, "--cycles", "2"]) == EXIT_DAMAGED_STATE
+    err = capsys.readouterr().err
+    *_, error = err.splitlines()  # After the agent's own log lines, one error line.
+    assert error.startswith("munet: error: ") and "Traceback" not in err, err
+    assert "state_1_0" in error and "checksum" in error and f"munet doctor -d {state}" in error
+    # Nothing was written past the damaged state, and the file is left as it was.
+    assert sorted(p.name for p in (state / "VitCpu~digits").glob("state_*")) == ["state_1_0"]
+    assert shard.read_bytes() == bytes(data)

@@ -169,3 +169,31 @@ def test_launch_on_s3_survives_a_killed_worker(local_ray, s3_url, tiny_config, t
         assert store.latest_state(spec.agent_id, end_of_cycle=True).cycle >= 2
         for state in store.list_states(spec.agent_id):
             store.verify_state(state)
+
+
+def test_a_launch_of_an_agent_another_process_runs_is_refused_naming_the_holder(
+    local_ray, s3_url, tiny_config, tiny_overrides
+):
+    from munet.agents.root import create_root_model
+    from munet.cluster import AgentSpec, launch
+
+    create_root_model(tiny_config, s3_url)
+    spec = AgentSpec("VitCpu", "digits")
+    store = SystemStore(s3_url, lease_ttl=30)
+    env_names = ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]
+    lines: list[str] = []
+    # This process runs the agent (it holds its lease, renewed by a heartbeat): a launch of the
+    # same agent is refused at once, naming the holder, and writes nothing.
+    with store.lock(spec.agent_id):
+        result = launch([spec], s3_url, 1, overrides=tiny_overrides, lease_ttl=30,
+                        max_retries=0, env_names=env_names, echo=lines.append)
+    error = result.failures[spec.agent_id]
+    assert error.startswith("AgentLockedError: ") and "is already running" in error, error
+    assert f"pid {os.getpid()} on host" in error
+    assert any(line.startswith(f"[{spec.agent_id}] FAILED: AgentLockedError") for line in lines)
+    assert not store.list_states(spec.agent_id)
+    # Once the holder is gone, the same launch runs.
+    result = launch([spec], s3_url, 1, overrides=tiny_overrides, lease_ttl=30,
+                    env_names=env_names, echo=lines.append)
+    assert not result.failures, (result.failures, lines)
+    _verify(s3_url, [spec.agent_id], 1)

@@ -5,8 +5,8 @@ and the agent lease under a 50 ms round trip."""
 from __future__ import annotations
 
 import os
-import signal
 import secrets
+import signal
 import threading
 import time
 import warnings
@@ -15,7 +15,8 @@ import pytest
 import torch
 
 from munet.system import AgentLockedError, Population, SystemStore
-from munet.system.fs import FsspecFS, InstrumentedFS
+from munet.system.fs import FsspecFS
+from munet.system.instrumented_fs import InstrumentedFS
 from munet.system.lease import AgentLease
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -126,3 +126,21 @@ def test_register_custom_size(monkeypatch):
         register_vit_size(
             "bad/4", VitSize(width=50, depth=2, num_heads=3, mlp_dim=96, patch_size=4)
         )
+
+
+@pytest.mark.parametrize(("patch", "image_size"), [(16, 32), (4, 12), (2, 2), (4, 14)])
+def test_patch_embedding_matmul_equals_the_strided_convolution(patch, image_size):
+    from munet.models.vit import embed_patches
+
+    generator = torch.Generator().manual_seed(0)
+    images = torch.randn(3, 3, image_size, image_size, generator=generator)
+    weight = torch.randn(8, 3, patch, patch, generator=generator, requires_grad=True)
+    bias = torch.randn(8, generator=generator, requires_grad=True)
+    ours = embed_patches(images, weight, bias)
+    conv = torch.nn.functional.conv2d(images, weight, bias, stride=patch).flatten(2).transpose(1, 2)
+    torch.testing.assert_close(ours, conv, atol=1e-5, rtol=1e-5)
+    upstream = torch.randn(ours.shape, generator=generator)
+    grads = torch.autograd.grad(ours, (weight, bias), upstream)
+    conv_grads = torch.autograd.grad(conv, (weight, bias), upstream)
+    for grad, conv_grad in zip(grads, conv_grads, strict=True):
+        torch.testing.assert_close(grad, conv_grad, atol=1e-4, rtol=1e-5)

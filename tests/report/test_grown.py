@@ -72,3 +72,16 @@ def test_figures_of_a_grown_system(grown_state):
     from munet.report.png import FIGURES, figures
 
     assert list(figures(collect_system(str(grown_state)))) == list(FIGURES)
+
+
+def test_the_report_reads_no_tensors(grown_state, tmp_path, monkeypatch):
+    """Manifests and histories only: any shard access (header or tensor bytes) would fail."""
+    from munet.system import shards
+
+    def no_shards(self, *args, **kwargs):
+        raise AssertionError(f"the report opened the shard {self.display}")
+
+    monkeypatch.setattr(shards.ShardReader, "_load_header", no_shards)
+    monkeypatch.setattr(shards.ShardReader, "_read_span", no_shards)
+    view = write_report(str(grown_state), str(tmp_path / "report.html"))
+    assert MULTI in view.agents and (tmp_path / "report.html").stat().st_size > 0

@@ -9,7 +9,8 @@ import fsspec
 import pytest
 
 from munet.system import AgentLockedError, SystemStore
-from munet.system.fs import FsspecFS, InstrumentedFS
+from munet.system.fs import FsspecFS
+from munet.system.instrumented_fs import InstrumentedFS
 from munet.system.lease import AgentLease, default_lease_ttl
 
 A = "VitCpu~digits"

@@ -4,7 +4,7 @@ import torch
 from PIL import Image
 
 from munet.tasks import get_task
-from munet.tasks.sources.base import carve_default_splits
+from munet.tasks.sources.base import carve_default_splits, percent_boundary
 
 COLORS = {"red": (220, 30, 30), "green": (30, 200, 40), "blue": (30, 40, 220)}
 
@@ -161,6 +161,12 @@ def test_carve_default_splits_matches_the_seed_slices():
     assert sorted(union.tolist()) == list(range(200))
     only_val = carve_default_splits(200, has_test=True, has_validation=False)
     assert set(only_val) == {"validation", "train"} and len(only_val["validation"]) == 10
+    # TFDS rounds a percent boundary to the closest example: train[:5%] of 1797 is 90 examples
+    # (89.85), train[5%:10%] the next 90 (179.7 -> 180).
+    odd = carve_default_splits(1797, has_test=False, has_validation=False)
+    assert (len(odd["test"]), len(odd["validation"]), len(odd["train"])) == (90, 90, 1617)
+    assert (percent_boundary(5, 1797), percent_boundary(10, 1797)) == (90, 180)
+    assert percent_boundary(5, 50) == 2  # 2.5: half to even, as Python's round (TFDS)
 
 
 def save_hf(tmp_path, n_train=60, with_validation=True):

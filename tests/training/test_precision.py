@@ -55,6 +55,9 @@ def test_resolve_precision(monkeypatch):
     monkeypatch.setattr(precision_module, "_cpu_flags", lambda: frozenset({"avx512_bf16"}))
     assert native_bf16("cpu")
     assert resolve_precision("auto", "cpu") == "bf16"
+    # AMX tiles alone (the flags of the Xeon measured in docs/speed.md include both).
+    monkeypatch.setattr(precision_module, "_cpu_flags", lambda: frozenset({"avx2", "amx_bf16"}))
+    assert resolve_precision("auto", "cpu") == "bf16"
     assert resolve_precision("auto", "meta") == "fp32"
     with pytest.raises(ValueError, match="unknown precision 'fp16'; known: fp32, bf16, auto"):
         resolve_precision("fp16", "cpu")

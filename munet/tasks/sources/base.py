@@ -186,8 +186,14 @@ def carve_default_splits(
     out: dict[str, np.ndarray] = {}
     for split, present in (("test", has_test), ("validation", has_validation)):
         if not present:
-            end = (used + 5) * num_examples // 100
-            out[split] = np.sort(order[used * num_examples // 100 : end])
+            start, end = (percent_boundary(p, num_examples) for p in (used, used + 5))
+            out[split] = np.sort(order[start:end])
             used += 5
-    out["train"] = np.sort(order[used * num_examples // 100 :])
+    out["train"] = np.sort(order[percent_boundary(used, num_examples) :])
     return out
+
+
+def percent_boundary(percent: int, num_examples: int) -> int:
+    """Where `split[percent%]` falls, rounded as TFDS does by default (its "closest" rounding,
+    Python's round: 5% of 1797 examples is 90, not 89), so slices match the seed's."""
+    return int(round(percent * num_examples / 100.0))

@@ -1,0 +1,323 @@
+"""Reading the system: an agent's view of it (`load`), the latest good state of each agent,
+and lazily read, checked components (the reading half of `munet.system.store.SystemStore`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from munet.system.component import Component
+from munet.system.errors import (
+    CorruptStateError,
+    SystemStateError,
+)
+from munet.system.fs import StateFS
+from munet.system.history import csv_to_rows
+from munet.system.integrity import check_components, check_manifest, check_verify_level
+from munet.system.manifest import (
+    HISTORY,
+    MANIFEST,
+    ManifestMissingError,
+    StateRef,
+)
+from munet.system.naming import parse_component_key, validate_agent_id
+from munet.system.population import Population
+from munet.system.records import (
+    assemble_paths,
+)
+from munet.system.scoring import ScorerDecay
+from munet.system.shards import (
+    ComponentLocation,
+    ShardReader,
+    spec_from_json,
+)
+
+#: Listings of an agent's states tried while states vanish under the reader; then a state that
+#: still fails to read is treated as damaged.
+LOAD_ATTEMPTS = 3
+#: Threads reading other agents' states at a load.
+LOAD_THREADS = 16
+
+
+@dataclass
+class LoadedState:
+    """What `SystemStore.load` returns.
+
+    Attributes:
+        population: the agent's population (own latest paths + others' published paths).
+        cycle: cycle of the agent's latest state (0 without one).
+        generation: generation of the agent's latest state (0 without one).
+        config: the agent config stored with its latest state, or None.
+        state: the agent's latest state, or None for a fresh agent.
+        loaded_states: the state of every agent read, own first.
+    """
+
+    population: Population
+    cycle: int
+    generation: int
+    config: dict[str, Any] | None
+    state: StateRef | None
+    loaded_states: list[StateRef]
+
+
+class StateReading:
+    """`SystemStore`'s reading methods (a mixin: SystemStore provides
+    these attributes and its folder and listing methods)."""
+
+    fs: StateFS
+    root: str
+    verified_components: set[tuple[str, str, str]]
+    _readers: dict[str, ShardReader]
+    _readers_lock: threading.Lock
+    _warned: set[str]
+
+    # Loading --------------------------------------------------------------------------------
+    def shard_reader(self, relative_file: str) -> ShardReader:
+        """The (cached) reader of a shard, given relative to the state root."""
+        with self._readers_lock:
+            reader = self._readers.get(relative_file)
+            if reader is None:
+                reader = ShardReader(self.fs, self._abs(relative_file), relative_file)
+                self._readers[relative_file] = reader
+            return reader
+
+    def lazy_component(self, key: str, entry: Mapping[str, Any]) -> Component:
+        """A component of a manifest's index whose tensors are read (and checked) on first use.
+
+        Raises:
+            CorruptStateError: a malformed index entry or a file reference escaping the root.
+        """
+        try:
+            name, owner, component_id = parse_component_key(key)
+        except ValueError as e:
+            raise CorruptStateError(f"bad component key in the index: {e}") from None
+        try:
+            spec = spec_from_json(entry["tensors"])
+            if not isinstance(entry["file"], str) or not isinstance(entry["sha256"], str):
+                raise TypeError("file and sha256 must be strings")
+            location = ComponentLocation(entry["file"], entry["sha256"])
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise CorruptStateError(f"component {key}: bad index entry ({e})") from None
+        self._abs(location.file)  # Refuse references escaping the state dir up front.
+
+        def load() -> dict:
+            # Verified at load by this store (committed shards never change): skip the rehash.
+            verified = (location.file, key, location.sha256) in self.verified_components
+            return self.shard_reader(location.file).read_component(
+                key, spec, location.sha256, check_checksum=not verified
+            )
+
+        return Component(
+            name,
+            owner,
+            component_id,
+            loader=load,
+            spec=spec,
+            checksum=location.sha256,
+            location=location,
+        )
+
+    def warn_once(self, message: str, stacklevel: int = 2) -> None:
+        """Warn about a damaged state once per store object (loads repeat every cycle)."""
+        with self._readers_lock:  # Loads read other agents' states in threads.
+            if message in self._warned:
+                return
+            self._warned.add(message)
+        warnings.warn(message, stacklevel=stacklevel + 1)
+
+    def _uncommitted_meanwhile(self, state: StateRef, error: Exception) -> bool:
+        """Whether a listed state that failed to read may just have stopped being committed,
+        so that listing again is the answer rather than calling it damaged.
+
+        Its owner deletes it when a newer end-of-cycle state replaces it: with atomic renames
+        the folder goes at once; on manifest-last stores the manifest goes first, so a folder
+        whose manifest is missing is a leftover being removed, not a committed state (and a
+        listing that shows a manifest a read does not find is asked again).
+        """
+        folder = self.fs.join(self.agent_dir(state.agent_id), state.name)
+        try:
+            if self.fs.atomic_rename:
+                return not self.fs.exists(folder)
+            return isinstance(error, ManifestMissingError) or not self.fs.exists(
+                self.fs.join(folder, MANIFEST)
+            )
+        except SystemStateError:
+            return False  # There, but a link: damaged, not gone.
+
+    def latest_good_state(
+        self,
+        agent_id: str,
+        *,
+        end_of_cycle: bool = False,
+        strict: bool = False,
+        verify: str = "checksums",
+    ) -> tuple[StateRef, dict[str, Any]] | None:
+        """The agent's latest whole state and its manifest, checked at level `verify`
+        (see munet.system.integrity: `none`, `structure`, `checksums`).
+
+        A damaged state is skipped with one warning naming the file and the problem, in favour
+        of the agent's previous state (`strict=False`, for other agents' states); with
+        `strict` (an agent's own state) the error is raised instead.
+
+        Returns:
+            (state, manifest), or None when the agent has no whole state.
+
+        Raises:
+            SystemStateError: with `strict`, the latest state is damaged.
+        """
+        check_verify_level(verify)
+        for attempt in range(LOAD_ATTEMPTS):
+            try:
+                states = [
+                    s for s in self.list_states(agent_id) if s.end_of_cycle or not end_of_cycle
+                ]
+            except (SystemStateError, OSError) as e:
+                if strict:
+                    raise
+                self.warn_once(f"skipping agent {agent_id}: {e}", stacklevel=3)
+                return None
+            relist = False
+            for state in reversed(states):
+                try:
+                    manifest = self.read_manifest(state)
+                    check_manifest(self, state, manifest)
+                    check_components(self, state, manifest, verify)
+                    return state, manifest
+                except (SystemStateError, OSError) as e:
+                    if attempt + 1 < LOAD_ATTEMPTS and self._uncommitted_meanwhile(state, e):
+                        relist = True  # Removed by its owner meanwhile: list again.
+                        break
+                    if strict:
+                        raise
+                    text = str(e)
+                    if not text.startswith(f"state {state.relative_dir}"):
+                        text = f"state {state.relative_dir}: {text}"
+                    self.warn_once(f"skipping damaged {text}", stacklevel=3)
+            if not relist:
+                return None
+            time.sleep(0.05 * (attempt + 1))
+        return None  # Not reached: the last attempt never lists again.
+
+    def load(
+        self,
+        agent_id: str,
+        agent_classes: Iterable[str] | None = None,
+        *,
+        scorer: ScorerDecay | None = None,
+        max_task_population_size: int | None = None,
+        verify: str | None = None,
+    ) -> LoadedState:
+        """Open the system as seen by `agent_id`.
+
+        Reads the agent's own latest state (possibly mid-cycle) and the latest end-of-cycle
+        state of every other agent of `agent_classes` (the seed's `agent_classes_to_load`;
+        None: all). Each path's agent locks the components the path uses; an orphaned parent
+        falls back to a root-model path. Tensors are read on first use.
+
+        Args:
+            agent_id: the agent to load (need not have a state yet).
+            agent_classes: agent classes whose states to read besides the agent's own.
+            scorer: the population's scorer.
+            max_task_population_size: the population's size limit.
+            verify: how states are checked before use (munet.system.integrity):
+                `checksums` (the default on local disk) hashes each component once per
+                store object, `structure` (the default on other filesystems, where hashing
+                would download every tensor) checks manifests and shard headers only,
+                `none` nothing.
+                A damaged state of another agent is skipped with one warning, in favour of
+                its previous end-of-cycle state; components are hashed again on first use
+                unless verified here.
+
+        Returns:
+            The population and the agent's cycle, generation and stored config.
+
+        Raises:
+            CorruptStateError: the agent's own latest state is damaged (the message names
+                the file and the problem).
+            UnsafePathError: the agent's own folder or state holds a symbolic link.
+        """
+        validate_agent_id(agent_id)
+        if verify is None:
+            verify = "checksums" if self.fs.atomic_rename else "structure"
+        manifests: list[tuple[StateRef, dict[str, Any]]] = []
+        own = self.latest_good_state(agent_id, strict=True, verify=verify)
+        if own is not None:
+            manifests.append(own)
+        others = [a for a in self.agent_ids(agent_classes) if a != agent_id]
+
+        def read(other: str) -> tuple[StateRef, dict[str, Any]] | None:
+            return self.latest_good_state(other, end_of_cycle=True, verify=verify)
+
+        # Independent reads, each a few round trips on an object store: read concurrently
+        # (1,000 agents at 20 ms per request took ~40 s one after another), kept in order.
+        workers = min(LOAD_THREADS, len(others))
+        if workers > 1:
+            with ThreadPoolExecutor(workers, thread_name_prefix="munet-load") as pool:
+                found = list(pool.map(read, others))
+        else:
+            found = [read(other) for other in others]
+        manifests.extend(f for f in found if f is not None)
+
+        own_manifest = own[1] if own is not None else None
+        population = Population(
+            agent_id,
+            scorer,
+            max_task_population_size,
+            next_path_id=int(own_manifest["next_path_id"]) if own_manifest else 0,
+            next_component_id=int(own_manifest["next_component_id"]) if own_manifest else 0,
+        )
+        if own_manifest is not None:
+            population.first_unsaved_component_id = int(own_manifest["first_unsaved_component_id"])
+            if not own[0].end_of_cycle:
+                history = self.fs.join(self.agent_dir(agent_id), own[0].name, HISTORY)
+                try:
+                    text = self.fs.read_bytes(history).decode()
+                except (FileNotFoundError, UnicodeDecodeError) as e:
+                    raise CorruptStateError(
+                        f"state {own[0].relative_dir}: unreadable {HISTORY} ({e})"
+                    ) from None
+                population.history = list(csv_to_rows(text))
+        assemble_paths(population, manifests, self.lazy_component)
+        return LoadedState(
+            population=population,
+            cycle=own[0].cycle if own else 0,
+            generation=own[0].generation if own else 0,
+            config=own_manifest.get("config") if own_manifest else None,
+            state=own[0] if own else None,
+            loaded_states=[s for s, _ in manifests],
+        )
+
+    # Maintenance ----------------------------------------------------------------------------
+    def verify_state(self, state: StateRef) -> int:
+        """Read every component a committed state indexes and check its checksum.
+
+        Returns:
+            The number of components checked.
+
+        Raises:
+            CorruptStateError / ComponentCorruptError: naming the first bad component or file.
+        """
+        manifest = self.read_manifest(state)
+        check_manifest(self, state, manifest)
+        for shard_name, info in manifest.get("shards", {}).items():
+            path = self.fs.join(self.agent_dir(state.agent_id), state.name, shard_name)
+            if not self.fs.exists(path) or self.fs.size(path) != info["bytes"]:
+                raise CorruptStateError(
+                    f"state {state.relative_dir}: shard {shard_name} is missing or truncated"
+                )
+        count = 0
+        for key, entry in manifest["components"].items():
+            self.lazy_component(key, entry).tensors  # noqa: B018  (loads and verifies)
+            count += 1
+        return count
+
+    def close(self) -> None:
+        """Drop cached shard readers (their memory maps close once no tensor uses them)."""
+        with self._readers_lock:
+            self._readers.clear()

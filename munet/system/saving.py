@@ -1,0 +1,254 @@
+"""Writing an agent's states: its lock, and the commit of a state (the writing half of
+`munet.system.store.SystemStore`).
+
+A state is written under `.tmp-state_<c>_<g>-<random>` and renamed into place on local disk;
+on object stores it is written in place and the manifest, written last, commits it. Only the
+holder of the agent's lock writes; taking the lock removes what killed writers left.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from munet.system.component import Component
+from munet.system.errors import (
+    LockNotHeldError,
+    StateExistsError,
+)
+from munet.system.fs import StateFS
+from munet.system.history import rows_to_csv
+from munet.system.lock import LOCK_FILE, AgentLock
+from munet.system.manifest import (
+    HISTORY,
+    MANIFEST,
+    POPULATION,
+    StateRef,
+    build_manifest,
+    component_index,
+)
+from munet.system.path import Path
+from munet.system.population import Population
+from munet.system.records import (
+    json_default,
+    path_record,
+    publish_closure,
+    seen_metrics,
+)
+from munet.system.shards import (
+    ComponentLocation,
+    plan_shards,
+    write_shard,
+)
+
+#: Prefix of a state being written (local disk) or being deleted.
+TMP_PREFIX = ".tmp-"
+
+
+class StateWriting:
+    """`SystemStore`'s lock and commit methods (a mixin: SystemStore provides
+    these attributes and its folder and listing methods)."""
+
+    fs: StateFS
+    max_shard_bytes: int
+    lease_ttl: float | None
+    lease_tag: str | None
+    _locks: dict[str, AgentLock]
+
+    # Locking --------------------------------------------------------------------------------
+    @contextmanager
+    def lock(self, agent_id: str) -> Iterator[AgentLock]:
+        """Hold the agent's lock: only its holder may save the agent's states.
+
+        On entry, leftovers of killed writers (temporary folders, intermediate states older
+        than the latest end-of-cycle state) are removed.
+
+        Raises:
+            AgentLockedError: another process (or another lock here) runs the agent.
+            UnsafePathError: the agent's folder or lock file is a symbolic link.
+        """
+        agent_dir = self.agent_dir(agent_id)
+        # Refuses (UnsafePathError) an agent folder or `.lock` that is a link, before opening.
+        self.fs.exists(self.fs.join(agent_dir, LOCK_FILE))
+        # stacklevel 4: acquire <- this generator <- contextlib's __enter__ <- the caller.
+        agent_lock = AgentLock(
+            self.fs,
+            agent_dir,
+            agent_id,
+            lease_ttl=self.lease_ttl,
+            lease_tag=self.lease_tag,
+        ).acquire(stacklevel=4)
+        self._locks[agent_id] = agent_lock
+        try:
+            self._clean_leftovers(agent_id)
+            yield agent_lock
+        finally:
+            self._locks.pop(agent_id, None)
+            agent_lock.release()
+
+    def _clean_leftovers(self, agent_id: str) -> None:
+        agent_dir = self.agent_dir(agent_id)
+        for name in self.fs.listdir(agent_dir):
+            if name.startswith(TMP_PREFIX):
+                self.fs.remove_tree(self.fs.join(agent_dir, name))
+        latest_eoc = self.latest_state(agent_id, end_of_cycle=True)
+        if latest_eoc is not None:
+            self._remove_intermediate_before(agent_id, latest_eoc)
+
+    def _remove_intermediate_before(self, agent_id: str, state: StateRef) -> None:
+        for s in self.list_states(agent_id):
+            if not s.end_of_cycle and (s.cycle, s.generation) < (state.cycle, state.generation):
+                self._remove_state(s)
+
+    def _remove_state(self, state: StateRef) -> None:
+        """Uncommit a state first, then delete it, so a kill in between leaves no half state."""
+        agent_dir = self.agent_dir(state.agent_id)
+        folder = self.fs.join(agent_dir, state.name)
+        if self.fs.atomic_rename:
+            doomed = self.fs.join(agent_dir, f"{TMP_PREFIX}{state.name}-{secrets.token_hex(4)}")
+            self.fs.rename(folder, doomed)
+            self.fs.remove_tree(doomed)
+        else:
+            self.fs.remove_tree(self.fs.join(folder, MANIFEST))
+            self.fs.remove_tree(folder)
+
+    # Saving ---------------------------------------------------------------------------------
+    def save_state(
+        self,
+        population: Population,
+        cycle: int,
+        generation: int,
+        config: Mapping[str, Any] | None = None,
+        published: Iterable[Path] | None = None,
+    ) -> StateRef:
+        """Commit the agent's state `state_<cycle>_<generation>` (generation 0: end of cycle).
+
+        Runs the population's garbage collection first (as the seed's `save_state`), writes the
+        components this agent created since its last end-of-cycle state that the published
+        paths use, the manifest and the history rows, then commits atomically. After an
+        end-of-cycle commit, intermediate states are deleted.
+
+        Args:
+            population: the agent's population (its `agent_id` names the agent).
+            cycle: completed cycles.
+            generation: generations done in the current cycle (0 at the end of a cycle).
+            config: the agent config as a JSON-able dict (stored as is).
+            published: paths to publish; default the agent's own paths. Paths they wrap as
+                components are published with them.
+
+        Returns:
+            The committed state.
+
+        Raises:
+            LockNotHeldError: this store does not hold `lock(agent_id)`.
+            StateExistsError: the state was already committed.
+            ValueError: bad cycle/generation, or a path uses a component the store cannot
+                locate (not created by this agent and not loaded from the store).
+        """
+        agent_id = population.agent_id
+        lock = self._locks.get(agent_id)
+        if lock is None or not lock.held:
+            raise LockNotHeldError(
+                f"save_state({agent_id!r}) needs the agent's lock: wrap the run in "
+                f"`with store.lock({agent_id!r}):`"
+            )
+        for value, what in ((cycle, "cycle"), (generation, "generation")):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{what} {value!r}: expected an int >= 0")
+        state = StateRef(agent_id, cycle, generation)
+        agent_dir = self.agent_dir(agent_id)
+        final_dir = self.fs.join(agent_dir, state.name)
+        if self.fs.exists(final_dir):
+            if self.fs.atomic_rename or self.fs.exists(self.fs.join(final_dir, MANIFEST)):
+                raise StateExistsError(f"state {state.relative_dir} is already committed")
+            self.fs.remove_tree(final_dir)  # An uncommitted in-place write of a failed save.
+        latest = self.latest_state(agent_id)
+        if latest is not None and (cycle, generation) < (latest.cycle, latest.generation):
+            raise ValueError(
+                f"state {state.name} is older than the agent's latest state {latest.name}"
+            )
+        config_json = json.loads(json.dumps(dict(config or {}), default=json_default))
+
+        population.garbage_collect_paths()
+        own = population.own_paths
+        to_publish = publish_closure(own if published is None else published)
+        index, to_write = component_index(population, to_publish)
+
+        if self.fs.atomic_rename:
+            work_dir = self.fs.join(agent_dir, f"{TMP_PREFIX}{state.name}-{secrets.token_hex(4)}")
+        else:
+            work_dir = final_dir
+        try:
+            self._write_state(
+                work_dir, final_dir, state, population, to_publish, index, to_write, config_json
+            )
+        except BaseException:
+            # Nothing of a failed save may look committed; a killed process leaves the folder
+            # to the next holder of the lock.
+            self.fs.remove_tree(work_dir)
+            raise
+
+        # Committed: later states and loads locate the written components in the new shards.
+        for c in to_write:
+            c.location = ComponentLocation(index[c.key]["file"], index[c.key]["sha256"])
+        if generation == 0:
+            population.first_unsaved_component_id = population.next_component_id
+            population.history = []
+            self._remove_intermediate_before(agent_id, state)
+        return state
+
+    def _write_state(
+        self,
+        work_dir: str,
+        final_dir: str,
+        state: StateRef,
+        population: Population,
+        to_publish: list[Path],
+        index: dict[str, dict[str, Any]],
+        to_write: list[Component],
+        config_json: dict[str, Any],
+    ) -> None:
+        self.fs.makedirs(work_dir)
+        shard_names: dict[str, str] = {}
+        shards_info: dict[str, Any] = {}
+        for i, shard in enumerate(plan_shards(to_write, self.max_shard_bytes)):
+            shard_name = f"components-{i:05d}.safetensors"
+            write_shard(self.fs, self.fs.join(work_dir, shard_name), shard)
+            shards_info[shard_name] = {
+                "bytes": self.fs.size(self.fs.join(work_dir, shard_name)),
+                "components": [c.key for c in shard],
+            }
+            for c in shard:
+                shard_names[c.key] = shard_name
+        for key, shard_name in shard_names.items():
+            index[key]["file"] = f"{state.relative_dir}/{shard_name}"
+
+        records = {p.full_id: path_record(p) for p in to_publish}
+        # Paths of other agents are described by their own agents' states; here only how this
+        # agent saw them (score, accounted params), so the manifest does not grow with copies
+        # of the whole system.
+        population_entries = [
+            {"path": p.full_id, "metrics": seen_metrics(p)}
+            if p.full_id not in records
+            else {"path": p.full_id}
+            for p in population.all_paths()
+        ]
+        manifest = build_manifest(
+            state, population, config_json, to_publish, records, index, shards_info
+        )
+        manifest_bytes = json.dumps(manifest, indent=1, default=json_default).encode()
+        self.fs.write_bytes(
+            self.fs.join(work_dir, HISTORY), rows_to_csv(population.history).encode()
+        )
+        self.fs.write_bytes(
+            self.fs.join(work_dir, POPULATION),
+            json.dumps({"population": population_entries}, default=json_default).encode(),
+        )
+        # The manifest goes last: on filesystems without atomic rename it is the commit mark.
+        self.fs.write_bytes(self.fs.join(work_dir, MANIFEST), manifest_bytes)
+        if self.fs.atomic_rename:
+            self.fs.sync_dir(work_dir)
+            self.fs.rename(work_dir, final_dir)
