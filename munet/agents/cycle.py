@@ -1,5 +1,5 @@
-"""The agent cycle, once for every kind of agent (seed 000: ``run_cycles``, ``agent_cycle``,
-``train_loop``, ``run_test_eval``).
+"""The agent cycle, once for every kind of agent (seed 000: ``run_cycles``, ``agent_cycle``;
+training and test evaluation, ``train_loop`` and ``run_test_eval``, in munet.agents.path_training).
 
 An agent evolves paths for one task. A run is a sequence of cycles; each cycle runs
 ``ceil(num_samples_per_cycle / devices)`` generations, and each generation:
@@ -27,13 +27,12 @@ one.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import random
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +40,7 @@ import torch
 
 from munet.agents.devices import local_devices
 from munet.agents.mutation import MutationDecision, MutationPolicy, mutate_hparams
+from munet.agents.path_training import PathTraining, Tensors
 from munet.agents.reports import (
     AgentError,
     GenerationReport,
@@ -52,21 +52,12 @@ from munet.agents.reports import (
 from munet.config import DATASET_HPARAMS_PREFIX, AgentConfig
 from munet.system import Path, Population, ScorerDecay, SystemStore, format_agent_id
 from munet.system.component import AnyComponent
-from munet.training.loop import (
-    TrainCandidate,
-    TrainStats,
-    evaluate_accuracy,
-    rebatch,
-    train_candidates,
-)
-from munet.training.optim import make_optimizer
 from munet.training.threads import apply_thread_policy
 
 log = logging.getLogger("munet.agents")
 
 ROOT_TASK_PREFIX = "root_model/"
 
-Tensors = dict[str, torch.Tensor]
 
 
 def stable_seed(*parts: Any) -> int:
@@ -101,7 +92,7 @@ def device_tensors(
     return {n: t.to(device) for n, t in component.tensors.items()}
 
 
-class Agent:
+class Agent(PathTraining):
     """Evolves paths for one task in a system state dir; subclasses say how a path is sampled
     and how its model is built (the seed's ``Vit`` / ``MultiVit`` class hierarchy).
 
@@ -370,152 +361,6 @@ class Agent:
         )
         return mutate_hparams(ds_hparams, self.policy, rng)
 
-    # Training -------------------------------------------------------------------------------
-    def train_paths(
-        self,
-        population: Population,
-        paths: list[Path],
-        data_seed: int,
-        data_hparams: dict[str, Any] | None = None,
-        num_validations: int | None = None,
-    ) -> TrainStats:
-        """Trains the generation's paths side by side (one per device) and records their
-        metrics; improved paths get their best parameters back.
-
-        Args:
-            population: the agent's population (scores the paths).
-            paths: the generation's children, one per device.
-            data_seed: seed of the train batches' order and augmentation.
-            data_hparams: the generation's dataset hparams (default: the first path's).
-            num_validations: validations of the training, each after the task's train
-                batches between validations (default: the config's
-                ``num_validations_per_path_training``); the lr schedule spans them all.
-        """
-        if num_validations is None:
-            num_validations = self.config.num_validations_per_path_training
-        candidates = []
-        trainables: list[dict[str, Tensors]] = []
-        for path, device in zip(paths, self.devices, strict=False):
-            built = self.build_model(path, device, train=True)
-            flat = [t for tensors in built.trainable.values() for t in tensors.values()]
-            optimizer = make_optimizer(
-                flat,
-                path.hparams,
-                self.task.num_train_batches_between_validations,
-                num_validations,
-            )
-            parent = path.parent
-            same_agent = parent is not None and parent.agent_id == self.agent_id
-            threshold = self._score(population, parent) if same_agent else float("-inf")
-            # The score to beat, for the audit (None: first path of this agent in the lineage).
-            path.metrics["parent_score"] = threshold if same_agent else None
-
-            def score_of_quality(quality: float, path: Path = path) -> float:
-                path.metrics["quality"] = quality
-                return self._score(population, path)
-
-            candidates.append(
-                TrainCandidate(
-                    label=path.full_id,
-                    model=built.model,
-                    trainable=flat,
-                    optimizer=optimizer,
-                    score_of_quality=score_of_quality,
-                    threshold=threshold,
-                    device=device,
-                    precision=self.config.precision,
-                )
-            )
-            trainables.append(built.trainable)
-        hparams = data_hparams if data_hparams is not None else paths[0].hparams
-        stats = train_candidates(
-            candidates,
-            _pairs(self.task.train_batches(hparams, seed=data_seed)),
-            self._eval_batches(self.task.validation_batches(hparams)),
-            self.task.num_train_batches_between_validations,
-            num_validations,
-            progress=self.progress,
-        )
-        for path, candidate, trainable in zip(paths, candidates, trainables, strict=True):
-            self._record_training(population, path, candidate, trainable, stats)
-        return stats
-
-    def _record_training(
-        self,
-        population: Population,
-        path: Path,
-        candidate: TrainCandidate,
-        trainable: dict[str, Tensors],
-        stats: TrainStats,
-    ) -> None:
-        metrics = path.metrics
-        metrics["time_train_first_step"] = stats.first_step
-        metrics["time_train"] = stats.train
-        metrics["time_eval"] = stats.eval
-        metrics["num_params"] = path.num_params()
-        metrics["num_trainable_params"] = sum(
-            t.numel() for tensors in trainable.values() for t in tensors.values()
-        )
-        metrics["evals"] = json.dumps([float(q) for q in candidate.evals])
-        metrics["quality"] = candidate.quality
-        metrics["improved"] = candidate.improved
-        if candidate.failure is not None:
-            metrics["failure"] = candidate.failure
-        if candidate.improved:
-            path.update_trainable(
-                {
-                    name: {n: t.detach().to("cpu") for n, t in tensors.items()}
-                    for name, tensors in trainable.items()
-                }
-            )
-            if candidate.best_quality != candidate.quality:
-                raise RuntimeError(
-                    f"path {path.full_id}: best-scoring quality {candidate.best_quality} "
-                    f"is not its best quality {candidate.quality}"
-                )
-        population.score(path)
-
-    def _eval_batches(self, batches: Iterable[Any]) -> list[tuple[Any, torch.Tensor]]:
-        size = self.config.eval_batch_size or self.config.batch_size
-        return rebatch(((b.images, b.labels) for b in batches), size)
-
-    # Test evaluation ------------------------------------------------------------------------
-    def run_test_eval(self, path: Path, test_immutability: bool = False) -> float:
-        """Evaluates ``path`` on the test split and stores ``test_quality`` (skipped when it is
-        already known, unless checking immutability).
-
-        Raises:
-            ImmutabilityError: with ``test_immutability``, the recomputed test quality differs
-                from the stored one by more than ``immutability_rtol``.
-        """
-        known = path.metrics.get("test_quality")
-        has_known = known is not None and not math.isnan(float(known))
-        if has_known and not test_immutability:
-            return float(known)
-        start = time.perf_counter()
-        device = self.devices[0]
-        model = self.build_model(path, device, train=False).model
-        quality = evaluate_accuracy(
-            model,
-            self._eval_batches(self.task.test_batches(path.hparams)),
-            device,
-            self.config.precision,
-        )
-        if has_known:
-            delta = quality - float(known)
-            self.echo(f"immutability of {path.full_id}: {float(known):.6f} ~= {quality:.6f}")
-            if not math.isclose(quality, float(known), rel_tol=self.config.immutability_rtol):
-                raise ImmutabilityError(
-                    f"path {path.full_id}: test quality {quality:.6f} differs from the published "
-                    f"{float(known):.6f} by {delta:+.6f} (relative tolerance "
-                    f"{self.config.immutability_rtol})"
-                )
-        path.metrics["test_quality"] = quality
-        self.echo(
-            f"{path.full_id}: test quality {quality:.4f} ({time.perf_counter() - start:.1f}s)"
-        )
-        return quality
-
     # Summaries ------------------------------------------------------------------------------
     def _best_summary(self, population: Population, best: Path) -> str:
         return (
@@ -552,11 +397,6 @@ class Agent:
             f"train {stats.train:.2f}s  eval {stats.eval:.2f}s  total {report.wall:.2f}s"
         )
         return lines
-
-
-def _pairs(batches: Iterator[Any]) -> Iterator[tuple[Any, torch.Tensor]]:
-    for batch in batches:
-        yield batch.images, batch.labels
 
 
 __all__ = [

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from munet.agents import cycle, singlepath
+from munet.agents import path_training, singlepath
 from munet.agents.singlepath import AgentError, ImmutabilityError, SinglepathAgent
 from munet.system import SystemStore
 
@@ -174,8 +174,8 @@ def test_immutability_check_passes_then_catches_a_changed_result(
     make_agent(tiny_config, "digits", state_dir).run(1)
     # Same parameters, same data: the recomputed test quality matches.
     make_agent(tiny_config, "digits", state_dir).run(2)
-    original = cycle.evaluate_accuracy
-    monkeypatch.setattr(cycle, "evaluate_accuracy", lambda *a: original(*a) * 0.5 + 0.01)
+    original = path_training.evaluate_accuracy
+    monkeypatch.setattr(path_training, "evaluate_accuracy", lambda *a: original(*a) * 0.5 + 0.01)
     with pytest.raises(ImmutabilityError, match="differs from the published"):
         make_agent(tiny_config, "digits", state_dir).run(3)
 

@@ -2,7 +2,7 @@
 
 import torch
 
-from munet.agents import cycle
+from munet.agents import path_training
 from munet.agents.singlepath import SinglepathAgent
 from munet.config import apply_overrides
 from munet.system import SystemStore
@@ -11,8 +11,8 @@ from munet.system import SystemStore
 def test_agent_runs_at_the_configured_precision_and_threads(tiny_config, state_dir, monkeypatch):
     config = apply_overrides(tiny_config, ["precision=bf16", "num_threads=1"])
     seen = {"train": set(), "eval": []}
-    original_train = cycle.train_candidates
-    original_eval = cycle.evaluate_accuracy
+    original_train = path_training.train_candidates
+    original_eval = path_training.evaluate_accuracy
 
     def train_candidates(candidates, *args, **kwargs):
         seen["train"].update(c.precision for c in candidates)
@@ -23,8 +23,8 @@ def test_agent_runs_at_the_configured_precision_and_threads(tiny_config, state_d
         seen["eval"].append(precision)
         return original_eval(model, batches, device, precision)
 
-    monkeypatch.setattr(cycle, "train_candidates", train_candidates)
-    monkeypatch.setattr(cycle, "evaluate_accuracy", evaluate_accuracy)
+    monkeypatch.setattr(path_training, "train_candidates", train_candidates)
+    monkeypatch.setattr(path_training, "evaluate_accuracy", evaluate_accuracy)
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
