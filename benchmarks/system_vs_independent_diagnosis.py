@@ -77,10 +77,18 @@ def main(argv: list[str] | None = None) -> None:
                     args.links, args.link_steps, frozen
                 ),
             }  # fmt: skip
+            final = []
             for label, (links, steps, frozen_names) in runs.items():
                 qualities = chain(agent, links, steps, frozen_names)
+                final.append(qualities[-1])
                 shown = ", ".join(f"{q:.3f}" for q in qualities)
                 print(f"{task:<15} {label:<55} test {shown}", flush=True)
+            # Against the one all-trainable run of the same task and seed, in this run.
+            one_run, restarted, frozen_one, _ = final
+            print(f"ratio: {task} restarted / one run (test accuracy) = "
+                  f"{restarted / one_run:.3f}")  # fmt: skip
+            print(f"ratio: {task} frozen / all trainable (test accuracy) = "
+                  f"{frozen_one / one_run:.3f}")  # fmt: skip
             for steps in args.curve:
                 path = agent.train_alone(default_hparams(config), steps)
                 print(

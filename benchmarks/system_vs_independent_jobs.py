@@ -1,6 +1,7 @@
 """The worker of benchmarks/system_vs_independent.py's baselines, in a module of its own: a
 spawned worker process imports it by name (a function of the script itself is importable only
-when the script runs as ``__main__``, not when a test loads it)."""
+when the script runs as ``__main__``, not when a test loads it). The script prints the `ratio:`
+lines."""
 
 from __future__ import annotations
 

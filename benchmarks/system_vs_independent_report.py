@@ -1,4 +1,5 @@
-"""Table, ratios and plot of benchmarks/system_vs_independent.py, from its per-seed results.
+"""Table, ratios and plot of benchmarks/system_vs_independent.py, from its per-seed results (a
+library module: the script prints the `quality ratio:` and `params ratio:` lines).
 
 A per-seed result is ``{"seed", "settings", "methods": {method: {"tasks": {task:
 {"test_quality", "params_added", ...}}, "total_params", "wall_s"}}}``.

@@ -116,7 +116,9 @@ def test_diagnosis_runs_its_chains_and_curve(capsys):
         args += ["--set", override]
     load_script("system_vs_independent_diagnosis").main(args)
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 5
+    assert len(lines) == 7
     assert re.search(r"2 x 4 restarted, all trainable\s+test 0\.\d{3}, 0\.\d{3}$", lines[1])
     assert "posembed_input+encoderblock_0 frozen" in lines[2]
-    assert re.search(r"plain 4 steps: validation 0\.\d{3} test 0\.\d{3}$", lines[4])
+    assert re.match(r"ratio: synth/shape restarted / one run \(test accuracy\) = \d", lines[4])
+    assert re.match(r"ratio: synth/shape frozen / all trainable \(test accuracy\) = \d", lines[5])
+    assert re.search(r"plain 4 steps: validation 0\.\d{3} test 0\.\d{3}$", lines[6])

@@ -47,6 +47,8 @@ from munet.agents.reports import (
     ImmutabilityError,
     RunReport,
     SampledPath,
+    best_summary,
+    generation_summary,
     log_level,
 )
 from munet.config import DATASET_HPARAMS_PREFIX, AgentConfig
@@ -288,7 +290,8 @@ class Agent(PathTraining):
                     raise RuntimeError("the best path got worse: pruning removed a better path")
                 best = current
                 best.metrics["new_best"] = True
-                self.echo(self._best_summary(population, best))
+                score = self._score(population, best)
+                self.echo(best_summary(best, score, self.describe_path(best)))
             if generation + 1 < self.num_generations:
                 save_start = time.perf_counter()
                 self.store.save_state(population, cycle, generation + 1, self.config.to_dict())
@@ -335,7 +338,9 @@ class Agent(PathTraining):
                 population.add_path(path)
         population.prune_population()
         report.wall = time.perf_counter() - start
-        for line in self._generation_summary(population, paths, report):
+        for line in generation_summary(
+            paths, report, self.agent_id, lambda p: self._score(population, p)
+        ):
             self.echo(line)
         # Keep summaries only: the paths (and what they reference) go with the population.
         report.paths = [SampledPath.of(p) for p in paths]
@@ -360,43 +365,6 @@ class Agent(PathTraining):
             {k: v for k, v in best.hparams.items() if k.startswith(f"_mu_|hp:{prefix}")}
         )
         return mutate_hparams(ds_hparams, self.policy, rng)
-
-    # Summaries ------------------------------------------------------------------------------
-    def _best_summary(self, population: Population, best: Path) -> str:
-        return (
-            f"new best {best.full_id}: score {self._score(population, best):.4f} "
-            f"quality {best.metrics['quality']:.4f} generation {best.metrics.get('generation_id')} "
-            f"{self.describe_path(best)} lr {best.hparams.get('opt_lr')}"
-        )
-
-    def _generation_summary(
-        self, population: Population, paths: list[Path], report: GenerationReport
-    ) -> list[str]:
-        lines = []
-        for path in paths:
-            parent = path.parent
-            if parent is not None and parent.task_name == path.task_name:
-                tag = "" if parent.agent_id == self.agent_id else "A"
-                parent_quality = f"{parent.metrics.get('quality', float('nan')):.4f}{tag}"
-                parent_score = f"{self._score(population, parent):.4f}{tag}"
-            else:
-                parent_quality = parent_score = "NEW"
-            verdict = "admitted" if path.metrics.get("improved") else "dropped"
-            if "failure" in path.metrics:
-                kept = ": best validation kept" if path.metrics.get("improved") else ""
-                verdict = f"{verdict} ({path.metrics['failure']}{kept})"
-            lines.append(
-                f"  path {path.id} <- {parent.full_id if parent else '-'}  "
-                f"quality {parent_quality} -> {path.metrics.get('quality', float('nan')):.4f}  "
-                f"score {parent_score} -> {self._score(population, path):.4f}  {verdict}"
-            )
-            lines.append(f"    components: {path.metrics.get('reuse', '')}")
-        stats = report.train
-        lines.append(
-            f"  time: sample {report.sample:.2f}s  first step {stats.first_step:.2f}s  "
-            f"train {stats.train:.2f}s  eval {stats.eval:.2f}s  total {report.wall:.2f}s"
-        )
-        return lines
 
 
 __all__ = [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -155,3 +156,45 @@ class RunReport:
 def log_level(important: bool) -> int:
     """INFO for decisions that change something, DEBUG for the others."""
     return logging.INFO if important else logging.DEBUG
+
+
+def best_summary(best: Path, score: float, description: str) -> str:
+    """The line announcing a new best path."""
+    return (
+        f"new best {best.full_id}: score {score:.4f} "
+        f"quality {best.metrics['quality']:.4f} generation {best.metrics.get('generation_id')} "
+        f"{description} lr {best.hparams.get('opt_lr')}"
+    )
+
+
+def generation_summary(
+    paths: list[Path], report: GenerationReport, agent_id: str, score: Callable[[Path], float]
+) -> list[str]:
+    """A generation's lines: per path its parent, quality and score before and after, the
+    verdict and the components it reused; then the generation's times. A parent of another
+    agent is marked ``A``; a parent of another task reads ``NEW``."""
+    lines = []
+    for path in paths:
+        parent = path.parent
+        if parent is not None and parent.task_name == path.task_name:
+            tag = "" if parent.agent_id == agent_id else "A"
+            parent_quality = f"{parent.metrics.get('quality', float('nan')):.4f}{tag}"
+            parent_score = f"{score(parent):.4f}{tag}"
+        else:
+            parent_quality = parent_score = "NEW"
+        verdict = "admitted" if path.metrics.get("improved") else "dropped"
+        if "failure" in path.metrics:
+            kept = ": best validation kept" if path.metrics.get("improved") else ""
+            verdict = f"{verdict} ({path.metrics['failure']}{kept})"
+        lines.append(
+            f"  path {path.id} <- {parent.full_id if parent else '-'}  "
+            f"quality {parent_quality} -> {path.metrics.get('quality', float('nan')):.4f}  "
+            f"score {parent_score} -> {score(path):.4f}  {verdict}"
+        )
+        lines.append(f"    components: {path.metrics.get('reuse', '')}")
+    stats = report.train
+    lines.append(
+        f"  time: sample {report.sample:.2f}s  first step {stats.first_step:.2f}s  "
+        f"train {stats.train:.2f}s  eval {stats.eval:.2f}s  total {report.wall:.2f}s"
+    )
+    return lines
