@@ -8,11 +8,7 @@ import difflib
 from collections.abc import Callable
 from typing import Any
 
-from munet.config.fields import (
-    AgentConfig,
-    ConfigError,
-    ScorerConfig,
-)
+from munet.config.fields import AgentConfig, ConfigError, ScorerConfig
 
 
 def _common_vit_config(**fields: Any) -> AgentConfig:

@@ -13,30 +13,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from munet.system.component import Component
-from munet.system.errors import (
-    CorruptStateError,
-    SystemStateError,
-)
+from munet.system.errors import CorruptStateError, SystemStateError
 from munet.system.fs import StateFS
 from munet.system.history import csv_to_rows
 from munet.system.integrity import check_components, check_manifest, check_verify_level
-from munet.system.manifest import (
-    HISTORY,
-    MANIFEST,
-    ManifestMissingError,
-    StateRef,
-)
+from munet.system.manifest import HISTORY, MANIFEST, ManifestMissingError, StateRef
 from munet.system.naming import parse_component_key, validate_agent_id
 from munet.system.population import Population
-from munet.system.records import (
-    assemble_paths,
-)
+from munet.system.records import assemble_paths
 from munet.system.scoring import ScorerDecay
-from munet.system.shards import (
-    ComponentLocation,
-    ShardReader,
-    spec_from_json,
-)
+from munet.system.shards import ComponentLocation, ShardReader, spec_from_json
 
 #: Listings of an agent's states tried while states vanish under the reader; then a state that
 #: still fails to read is treated as damaged.

@@ -15,10 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from munet.system.component import Component
-from munet.system.errors import (
-    LockNotHeldError,
-    StateExistsError,
-)
+from munet.system.errors import LockNotHeldError, StateExistsError
 from munet.system.fs import StateFS
 from munet.system.history import rows_to_csv
 from munet.system.lock import LOCK_FILE, AgentLock
@@ -32,17 +29,8 @@ from munet.system.manifest import (
 )
 from munet.system.path import Path
 from munet.system.population import Population
-from munet.system.records import (
-    json_default,
-    path_record,
-    publish_closure,
-    seen_metrics,
-)
-from munet.system.shards import (
-    ComponentLocation,
-    plan_shards,
-    write_shard,
-)
+from munet.system.records import json_default, path_record, publish_closure, seen_metrics
+from munet.system.shards import ComponentLocation, plan_shards, write_shard
 
 #: Prefix of a state being written (local disk) or being deleted.
 TMP_PREFIX = ".tmp-"
