@@ -174,7 +174,8 @@ def test_killed_holder_is_refused_while_alive_then_taken_over(s3_url, tmp_path, 
         except AgentLockedError:
             assert time.monotonic() - killed_at < 10
             time.sleep(0.1)
-    assert time.monotonic() - killed_at < 3
+    # Taken over soon after the expiry (2 s), with room for S3 round trips on a loaded machine.
+    assert time.monotonic() - killed_at < 5
     assert any(f"stale lock left by pid {holder.pid}" in str(w.message) for w in caught)
 
 
@@ -199,7 +200,8 @@ def test_a_half_written_state_is_invisible_and_cleaned(s3_url):
 def test_two_writers_and_a_reader_on_s3_with_a_kill(s3_url, tmp_path, worker_process, wait_line):
     """Writers commit as fast as they can while a reader loads the whole system and checks
     every tensor; one writer is SIGKILLed mid-run and resumed."""
-    env = {"MUNET_LEASE_TTL": "2"}
+    ttl = 2.0
+    env = {"MUNET_LEASE_TTL": str(ttl)}
     stop = tmp_path / "stop"
     reader_status = tmp_path / "reader.txt"
     common = ["--share", "--gens", "2", "--size", "16"]
@@ -215,6 +217,9 @@ def test_two_writers_and_a_reader_on_s3_with_a_kill(s3_url, tmp_path, worker_pro
     wait_line(statuses[0], "committed 0 1", timeout=180)
     os.kill(writers[0].pid, signal.SIGKILL)
     writers[0].wait(30)
+    # The dead writer's lease stays live until its ttl runs out: a new process started before
+    # then is refused (the lease's job, tested in test_lease.py). Start it after the expiry.
+    time.sleep(ttl + 0.5)
     resumed_status = tmp_path / "w0b.txt"
     resumed = worker_process("writer", s3_url, "--agent", "Crash~t0", *common, "--cycles", "2",
                              "--status", str(resumed_status), env=env)
