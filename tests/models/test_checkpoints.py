@@ -251,9 +251,9 @@ def test_unknown_layout_and_unknown_keys_are_errors(tmp_path, tiny_components):
     save_safetensors(state, {"foo": {"bar": torch.zeros(2)}})
     with pytest.raises(CheckpointError, match="unknown state-dict layout"):
         load_checkpoint(state, TINY, TINY_IMAGE)
-    with pytest.raises(CheckpointError, match="unknown checkpoint extension '.pt'"):
-        (tmp_path / "model.pt").write_bytes(b"x")
-        load_checkpoint(tmp_path / "model.pt", TINY, TINY_IMAGE)
+    with pytest.raises(CheckpointError, match="unknown checkpoint extension '.h5'"):
+        (tmp_path / "model.h5").write_bytes(b"x")
+        load_checkpoint(tmp_path / "model.h5", TINY, TINY_IMAGE)
     with pytest.raises(FileNotFoundError, match="nope.npz"):
         load_checkpoint(tmp_path / "nope.npz", TINY, TINY_IMAGE)
 
