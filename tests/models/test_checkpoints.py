@@ -105,6 +105,23 @@ def test_safetensors_round_trip(tmp_path, tiny_components, naming):
     assert torch.equal(_logits(loaded), _logits(tiny_components))
 
 
+@pytest.mark.parametrize("naming", ["timm", "munet"])
+@pytest.mark.parametrize("suffix", [".pth", ".bin"])
+def test_torch_saved_state_dict_round_trip(tmp_path, tiny_components, naming, suffix):
+    from safetensors.torch import load_file
+
+    # The same state dict as the safetensors writer's, torch.save'd (what timm's
+    # `torch.save(model.state_dict())` writes).
+    save_safetensors(tmp_path / "ckpt.safetensors", tiny_components, naming=naming)
+    path = tmp_path / f"ckpt{suffix}"
+    torch.save(load_file(str(tmp_path / "ckpt.safetensors")), path)
+    raw = read_checkpoint(path, max_layers=1)
+    assert raw.layout == f"torch({naming})" and raw.depth == 2
+    assert "encoderblock_1.norm1.weight" not in raw.tensors
+    loaded = load_checkpoint(path, TINY, TINY_IMAGE)
+    assert torch.equal(_logits(loaded), _logits(tiny_components))
+
+
 def test_timm_state_dict_names(tmp_path, tiny_components):
     from safetensors.torch import load_file
 
