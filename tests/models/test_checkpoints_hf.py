@@ -59,7 +59,10 @@ def munet_logits(components, arch=ARCH, image_size=IMAGE, images=None):
 def assert_matches(model, components, arch=ARCH):
     images = random_images(3, IMAGE)
     torch.testing.assert_close(
-        munet_logits(components, arch, images=images), hf_logits(model, images), atol=1e-5, rtol=1e-5
+        munet_logits(components, arch, images=images),
+        hf_logits(model, images),
+        atol=1e-5,
+        rtol=1e-5,
     )
 
 
