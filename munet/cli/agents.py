@@ -90,7 +90,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--root",
         default="random_init",
         choices=["random_init", "checkpoint"],
-        help="random_init, or checkpoint (needs --set checkpoint_path=FILE, an augreg .npz)",
+        help=(
+            "random_init, or checkpoint (needs --set checkpoint_path=PATH: an augreg .npz, a "
+            ".safetensors or .pth/.bin state dict, or a Hugging Face save_pretrained folder)"
+        ),
     )
     _add_common(root)
     _add_config(root)

@@ -48,7 +48,8 @@ class AgentConfig:
             comes from (the file ``{augreg_checkpoint}.npz`` of munet.models' checkpoint
             registry, `munet checkpoint fetch NAME`); informative, the file is read from
             ``checkpoint_path``.
-        checkpoint_path: local checkpoint file (augreg .npz or safetensors) used by
+        checkpoint_path: local checkpoint (augreg .npz, a .safetensors or .pth/.bin state
+            dict, or a Hugging Face save_pretrained folder; docs/models.md) used by
             ``root_model/checkpoint`` and for position embeddings of new image sizes; empty
             means none (position embeddings are then resized from the root path's).
         batch_size: train and validation batch size.
