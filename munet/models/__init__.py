@@ -43,7 +43,7 @@ Export (munet.models.export, munet.models.predict): standalone model folders
     metrics=); load_exported(dir) -> (nn.Module, Preprocessing); ExportError;
     collect_images(inputs), predict_files(model, preprocess, files, top_k=, ...)
 
-Checkpoints (munet.models.checkpoints: one module per format; munet.models.posembed, munet.models.registry)
+Checkpoints (munet.models.checkpoints: a module per format; .posembed, .registry)
     load_checkpoint(path, arch, image_size) -> Components   (.npz any layout; timm, Hugging
         Face or munet state dicts in .safetensors/.pth/.bin; Hugging Face save_pretrained folders)
     read_checkpoint(path, max_layers=None) -> RawCheckpoint;  CheckpointError
