@@ -123,7 +123,7 @@ def _block_index(key: str) -> int | None:
 
 
 def _fuse_qkv(
-    parts: dict[str, dict[int, tuple[str, torch.Tensor]]],
+    parts: dict[str, dict[int, torch.Tensor]],
     names: tuple[str, ...],
     key_prefix: str,
     out: str,
@@ -143,7 +143,7 @@ def _fuse_qkv(
             if row not in found:
                 raise CheckpointError(f"missing key {key_prefix + name + '.' + kind!r}")
         stem = names[0].rsplit(".", 1)[0]
-        tensors[f"{out}.attn.qkv.{kind}"] = torch.cat([as_float32(found[r][1]) for r in range(3)])
+        tensors[f"{out}.attn.qkv.{kind}"] = torch.cat([as_float32(found[r]) for r in range(3)])
         short = "{" + ",".join(name.rsplit(".", 1)[1] for name in names) + "}"
         sources[f"{out}.attn.qkv.{kind}"] = f"{key_prefix}{stem}.{short}.{kind}"
 
@@ -154,8 +154,8 @@ def _convert(
     tensors: dict[str, torch.Tensor] = {}
     sources: dict[str, str] = {}
     unknown, dropped = [], []
-    # block index -> (layout, key prefix, {"weight"/"bias": {row: (key, tensor)}})
-    qkv: dict[int, tuple[tuple, str, dict[str, dict[int, tuple[str, torch.Tensor]]]]] = {}
+    # block index -> (its q/k/v module names, key prefix, {"weight"/"bias": {row: tensor}})
+    qkv: dict[int, tuple[tuple[str, ...], str, dict[str, dict[int, torch.Tensor]]]] = {}
     for key, tensor in state.items():
         bare = key.removeprefix(_PREFIX)
         if bare in _TOP:
@@ -165,8 +165,7 @@ def _convert(
         if bare in _DROPPED:
             dropped.append(key)
             continue
-        for layout in _BLOCK_LAYOUTS:
-            pattern, modules, qkv_names = layout
+        for pattern, modules, qkv_names in _BLOCK_LAYOUTS:
             match = pattern.fullmatch(bare)
             if match is None:
                 continue
@@ -177,8 +176,8 @@ def _convert(
                 sources[name] = key
             elif module in qkv_names:
                 key_prefix = key[: len(key) - len(module) - len(kind) - 1]
-                entry = qkv.setdefault(index, (layout, key_prefix, {}))
-                entry[2].setdefault(kind, {})[qkv_names.index(module)] = (key, tensor)
+                parts = qkv.setdefault(index, (qkv_names, key_prefix, {}))[2]
+                parts.setdefault(kind, {})[qkv_names.index(module)] = tensor
             else:
                 unknown.append(key)
             break
@@ -186,7 +185,7 @@ def _convert(
             unknown.append(key)
     if unknown:
         raise unknown_keys_error(source, "Hugging Face ViT", unknown)
-    for index, ((_, _, qkv_names), key_prefix, parts) in sorted(qkv.items()):
+    for index, (qkv_names, key_prefix, parts) in sorted(qkv.items()):
         try:
             _fuse_qkv(parts, qkv_names, key_prefix, f"encoderblock_{index}", tensors, sources)
         except CheckpointError as error:
@@ -360,7 +359,7 @@ def read_folder(folder: Path, max_layers: int | None) -> RawCheckpoint:
     weights = weight_file(folder)
     config_path = folder / CONFIG_FILE
     # The config first: a model munet cannot compute fails before any weight is read.
-    check_config(read_config(config_path), str(config_path))
+    declared = check_config(read_config(config_path), str(config_path))
     only_hf = (HUGGINGFACE,)
     if weights.name.endswith(".index.json"):
         shards = sharded_keys(weights)
@@ -387,4 +386,5 @@ def read_folder(folder: Path, max_layers: int | None) -> RawCheckpoint:
     else:
         raw, _ = read_torch(weights, max_layers, only_hf)
     raw.layout = f"huggingface({weights.name})"
-    return apply_config(raw, config_path)
+    raw.declared, raw.num_heads = declared, declared["num_heads"][1]
+    return raw
