@@ -262,3 +262,19 @@ def test_folders_and_torch_files_that_are_not_checkpoints(tmp_path):
         CheckpointError, match=r"unknown state-dict layout.*timm.*huggingface.*munet.*backbone"
     ):
         read_checkpoint(tmp_path / "other.pth")
+
+
+def test_checkpoint_inspect_shows_what_munet_reads(tmp_path, capsys):
+    from munet.cli import main
+
+    hf_model().save_pretrained(tmp_path / "vit")
+    assert main(["checkpoint", "inspect", str(tmp_path / "vit")]) == 0
+    out = capsys.readouterr().out
+    assert "layout: huggingface(model.safetensors)" in out and "encoder blocks: 3" in out
+    assert "stated: mlp_dim 64" in out and "head: 5 classes" in out
+    assert "(96, 32)" in out and "attention.attention.{query,key,value}.weight" in out
+    assert "encoderblock_1" not in out  # block 0 stands for all
+    assert main(["checkpoint", "inspect", str(tmp_path / "missing")]) == 2
+    (tmp_path / "garbage.bin").write_bytes(b"nope")
+    assert main(["checkpoint", "inspect", str(tmp_path / "garbage.bin")]) == 2
+    assert "not a torch state dict" in capsys.readouterr().err

@@ -56,8 +56,9 @@ def _reason(error: Exception) -> str:
     marker = "WeightsUnpickler error:"
     if marker in text:
         text = text.split(marker, 1)[1]
-    text = " ".join(text.split())
-    sentence = re.split(r"(?<=[a-z0-9])\. ", text, maxsplit=1)[0]
+    paragraphs = [" ".join(part.split()) for part in text.split("\n\n")]
+    first = next((part for part in paragraphs if part), "")
+    sentence = re.split(r"(?<=[a-z0-9])\. ", first, maxsplit=1)[0]
     return sentence.rstrip(".") or type(error).__name__
 
 
