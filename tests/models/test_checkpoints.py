@@ -1,3 +1,5 @@
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -330,3 +332,27 @@ def test_full_size_ti16_checkpoint_as_the_vitt3_root(tmp_path):
     expected = flax_reference_logits(arrays, images)
     got = AssembledVit(capped, 32, loaded)(images).detach().double().numpy()
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_munet_export_folder_of_a_singlepath_path(tmp_path, tiny_components):
+    from munet.models import merge_components
+    from munet.models.export import CONFIG_FILE, Preprocessing, save_exported
+
+    node = {"type": "vit", "arch": TINY.to_dict(), "image_size": TINY_IMAGE}
+    folder = save_exported(
+        tmp_path / "export",
+        node,
+        merge_components(tiny_components),
+        preprocessing=Preprocessing(TINY_IMAGE, (TINY_IMAGE, TINY_IMAGE)),
+        class_names=list("abcde"),
+        provenance={"agent_id": "VitCpu~t", "path_id": 1, "task_name": "t"},
+        metrics={},
+    )
+    assert read_checkpoint(folder).layout == "munet export"
+    loaded = load_checkpoint(folder, TINY, TINY_IMAGE)
+    assert torch.equal(_logits(loaded), _logits(tiny_components))
+    config = json.loads((folder / CONFIG_FILE).read_text())
+    config["model"]["type"] = "multipath"
+    (folder / CONFIG_FILE).write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="a munet export of a 'multipath' model"):
+        read_checkpoint(folder)

@@ -13,7 +13,7 @@ from munet.models.arch import VitArch
 from munet.models.checkpoints.augreg_npz import read_npz
 from munet.models.checkpoints.common import POSEMBED, CheckpointError, RawCheckpoint
 from munet.models.checkpoints.huggingface import CONFIG_FILE, HUGGINGFACE, apply_config, read_folder
-from munet.models.checkpoints.munet_safetensors import MUNET
+from munet.models.checkpoints.munet_safetensors import MUNET, is_export_folder, read_export_folder
 from munet.models.checkpoints.state_dict import read_safetensors
 from munet.models.checkpoints.timm import TIMM
 from munet.models.checkpoints.torch_state_dict import TORCH_SUFFIXES, read_torch
@@ -32,8 +32,9 @@ def read_checkpoint(path: str | Path, max_layers: int | None = None) -> RawCheck
 
     Args:
         path: a Google `.npz`; a `.safetensors` or `torch.save`d `.pth`/`.pt`/`.bin` state
-            dict with timm, Hugging Face or munet names (told apart by key layout); or a
-            Hugging Face `save_pretrained` folder.
+            dict with timm, Hugging Face or munet names (told apart by key layout); a
+            Hugging Face `save_pretrained` folder; or a `munet export` folder of a singlepath
+            path.
         max_layers: read only the first `max_layers` encoder blocks (None: all). Arrays are
             read from disk on demand, so a capped read of a large file costs little.
 
@@ -43,6 +44,8 @@ def read_checkpoint(path: str | Path, max_layers: int | None = None) -> RawCheck
     """
     path = Path(path)
     if path.is_dir():
+        if is_export_folder(path):
+            return read_export_folder(path, max_layers)
         return read_folder(path, max_layers)
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint file not found: {path}")
