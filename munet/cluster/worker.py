@@ -72,7 +72,7 @@ def run_agent(
     store = ReportingStore(state_dir, send_then_check, lease_tag=lease_tag, lease_ttl=lease_ttl)
     config = resolve_config(agent_class, overrides, store, task)
     # The agent's own summaries are not needed: the store reports each commit.
-    agent = make_agent(config, task, store, progress=False, echo=lambda _line: None)
+    agent = make_agent(config, task, store, quiet=True)
     latest = store.latest_state(agent.agent_id)
     send(
         {
