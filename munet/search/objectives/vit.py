@@ -29,8 +29,8 @@ from typing import Any
 
 import torch
 from safetensors import safe_open
-from safetensors.torch import save_file
 
+from munet.files import save_safetensors_file
 from munet.models.arch import VitArch
 from munet.models.components import init_component
 from munet.models.flops import count_flops
@@ -294,7 +294,7 @@ def save_weights(model: VisionTransformer, path: str) -> None:
     tensors = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
     metadata = {"arch": json.dumps(model.arch.to_dict()), "image_size": str(model.image_size)}
     temporary = atomic_target(path)
-    save_file(tensors, temporary, metadata=metadata)
+    save_safetensors_file(tensors, temporary, metadata=metadata)
     os.replace(temporary, path)
 
 
