@@ -238,6 +238,7 @@ def launch(
     from munet.agents.runner import leaderboard_rows, resolve_config
     from munet.report.leaderboard import format_leaderboard
     from munet.system import SystemStore
+    from munet.tasks.registry import check_task_name
 
     if not specs:
         raise ValueError("no agents to launch")
@@ -250,6 +251,9 @@ def launch(
     # Bad presets and overrides fail here, before any worker starts.
     configs = {s.agent_id: resolve_config(s.agent_class, _overrides(s, overrides), store, s.task)
                for s in specs}
+    for spec in specs:  # A misspelt task fails here, not in a worker once Ray is up.
+        if not configs[spec.agent_id].data:
+            check_task_name(spec.task)
     waits_for = _multipath_dependencies(specs, configs, store)
     missing = [name for name in env_names if name not in os.environ]
     if missing:
