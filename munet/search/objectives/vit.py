@@ -80,7 +80,10 @@ class VitObjective(GrowthObjective):
         num_validation_examples: int = 512,
         threads: int = 1,
     ) -> None:
+        from munet.tasks.registry import check_task_name
+
         self.task = str(task)
+        check_task_name(self.task)  # a misspelt task fails here, not in every trial
         self.layers = _positive_tuple("layers", layers, minimum=0)
         self.widths = _positive_tuple("widths", widths)
         self.image_sizes = _positive_tuple("image_sizes", image_sizes)
