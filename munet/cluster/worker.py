@@ -74,11 +74,20 @@ def run_agent(
     # The agent's own summaries are not needed: the store reports each commit.
     agent = make_agent(config, task, store, quiet=True)
     latest = store.latest_state(agent.agent_id)
+    per_cycle = agent.num_generations
+    store.event_fields = {"cycles_total": cycles, "generations_per_cycle": per_cycle}
     send(
         {
             "kind": "start",
             "agent_id": agent.agent_id,
             "state": latest.name if latest is not None else None,
+            # The generations this run has left (the launch's overall bar adds them up).
+            "generations_left": max(
+                0,
+                cycles * per_cycle
+                - (latest.cycle * per_cycle + latest.generation if latest is not None else 0),
+            ),
+            **store.event_fields,
             **process_fields(),
         }
     )
