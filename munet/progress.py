@@ -12,6 +12,7 @@ Nothing here imports torch; tqdm is imported when a bar is made.
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -78,6 +79,14 @@ def write_line(echo: Callable[[str], None], line: str) -> None:
     """``echo(line)`` above any open bar."""
     with above_bars():
         echo(line)
+
+
+class BarSafeHandler(logging.StreamHandler):
+    """A logging handler whose records are written above any open bar (not into it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with above_bars():
+            super().emit(record)
 
 
 def format_duration(seconds: float) -> str:

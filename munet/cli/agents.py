@@ -60,7 +60,9 @@ def _add_verbosity(parser: argparse.ArgumentParser) -> None:
 
 def _setup_logging(args: argparse.Namespace, default: int = logging.INFO) -> None:
     level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else default
-    handler = logging.StreamHandler(sys.stderr)
+    from munet.progress import BarSafeHandler
+
+    handler = BarSafeHandler(sys.stderr)  # above the progress bars, never inside them
     handler.setFormatter(logging.Formatter("%(message)s"))
     logger = logging.getLogger("munet")
     logger.handlers[:] = [handler]
