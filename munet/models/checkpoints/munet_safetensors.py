@@ -101,7 +101,7 @@ def save_safetensors(path: str | Path, components: Components, *, naming: str = 
     Raises:
         ValueError: unknown naming.
     """
-    from safetensors.torch import save_file
+    from munet.files import save_safetensors_file
 
     if naming not in ("munet", "timm"):
         raise ValueError(f"unknown naming {naming!r}; expected 'munet' or 'timm'")
@@ -112,4 +112,4 @@ def save_safetensors(path: str | Path, components: Components, *, naming: str = 
             if naming == "timm":
                 flat = timm_name(flat)
             state[flat] = tensor.detach().to("cpu").contiguous()
-    save_file(state, str(path))
+    save_safetensors_file(state, path)
