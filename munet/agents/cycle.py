@@ -27,6 +27,7 @@ one.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import random
@@ -51,9 +52,11 @@ from munet.agents.reports import (
     generation_summary,
     log_level,
 )
+from munet.agents.tracked import cycle_point, open_tracker, track_generation
 from munet.config import DATASET_HPARAMS_PREFIX, AgentConfig
 from munet.system import Path, Population, ScorerDecay, SystemStore, format_agent_id
 from munet.system.component import AnyComponent
+from munet.tracking import Tracker, TrackingSettings
 from munet.training.threads import apply_thread_policy
 
 log = logging.getLogger("munet.agents")
@@ -106,6 +109,9 @@ class Agent(PathTraining):
         devices: devices to train on (default: every local GPU, else the CPU).
         progress: show training progress bars on stderr (None: when stderr is a terminal).
         echo: where the per-generation summaries go (default: the ``munet.agents`` logger).
+        tracker: where learning curves, generations and cycles are logged: a
+            ``munet.tracking.TrackingSettings`` (each ``run`` opens and closes its trackers)
+            or a ``munet.tracking.Tracker`` the caller owns; None logs nothing.
 
     Raises:
         AgentError: a root-model pseudo task (use :func:`create_root_model`).
@@ -121,6 +127,7 @@ class Agent(PathTraining):
         devices: Sequence[torch.device] | None = None,
         progress: bool | None = None,
         echo: Callable[[str], None] | None = None,
+        tracker: Tracker | TrackingSettings | None = None,
     ) -> None:
         from munet.tasks import get_task
 
@@ -145,6 +152,8 @@ class Agent(PathTraining):
         self.progress = progress
         self.echo = echo or log.info
         self.policy = MutationPolicy.from_config(config)
+        self.tracking = tracker
+        self._tracker: Tracker | None = None  # open during run()
 
     # The policy: what an agent kind defines ---------------------------------------------------
     def agent_classes_to_load(self) -> list[str]:
@@ -241,32 +250,47 @@ class Agent(PathTraining):
         """
         if num_cycles < 0:
             raise ValueError(f"num_cycles must be >= 0, got {num_cycles}")
+        apply_thread_policy(self.config.num_threads)
+        with self.store.lock(self.agent_id):
+            # Opened under the lock: an agent already running elsewhere starts no tracker run.
+            self._tracker, owned = open_tracker(
+                self.tracking, self.agent_id, self.config.to_dict()
+            )
+            try:
+                return self._run_cycles(num_cycles, planned_cycles)
+            finally:
+                if owned and self._tracker is not None:
+                    self._tracker.close()
+                self._tracker = None
+
+    def _run_cycles(self, num_cycles: int, planned_cycles: int | None) -> RunReport:
         reports: list[GenerationReport] = []
         best: Path | None = None
         cycle = 0
-        apply_thread_policy(self.config.num_threads)
-        with self.store.lock(self.agent_id):
-            first_load = True
-            while True:
-                population, cycle, generation = self._load(announce=first_load)
-                first_load = False
-                best = population.get_best_path()
-                if cycle >= num_cycles:
-                    break
-                total = planned_cycles or num_cycles
-                self.echo(f"==== {self.agent_id}: cycle [{cycle + 1}/{total}]")
-                population.start_cycle()
-                best = self._run_cycle(population, cycle, generation, reports)
-                population.end_cycle()
-                save_start = time.perf_counter()
-                self.store.save_state(population, cycle + 1, 0, self.config.to_dict())
-                if reports:
-                    reports[-1].save += time.perf_counter() - save_start
-                    reports[-1].wall += time.perf_counter() - save_start
-                self.echo(
-                    f"{self.agent_id}: cycle {cycle + 1} done; best path {best.full_id} "
-                    f"test quality {best.metrics.get('test_quality', float('nan')):.4f}"
-                )
+        first_load = True
+        while True:
+            population, cycle, generation = self._load(announce=first_load)
+            first_load = False
+            best = population.get_best_path()
+            if cycle >= num_cycles:
+                break
+            total = planned_cycles or num_cycles
+            self.echo(f"==== {self.agent_id}: cycle [{cycle + 1}/{total}]")
+            population.start_cycle()
+            best = self._run_cycle(population, cycle, generation, reports)
+            population.end_cycle()
+            save_start = time.perf_counter()
+            self.store.save_state(population, cycle + 1, 0, self.config.to_dict())
+            if reports:
+                reports[-1].save += time.perf_counter() - save_start
+                reports[-1].wall += time.perf_counter() - save_start
+            self.echo(
+                f"{self.agent_id}: cycle {cycle + 1} done; best path {best.full_id} "
+                f"test quality {best.metrics.get('test_quality', float('nan')):.4f}"
+            )
+            if self._tracker is not None:
+                score = self._score(population, best)
+                self._tracker.cycle_done(cycle_point(best, score, cycle + 1))
         return RunReport(self.agent_id, cycle, reports, best)
 
     def _run_cycle(
@@ -338,6 +362,12 @@ class Agent(PathTraining):
                 population.add_path(path)
         population.prune_population()
         report.wall = time.perf_counter() - start
+        if self._tracker is not None:
+            best = population.get_best_path()
+            score = functools.partial(self._score, population)
+            track_generation(
+                self._tracker, paths, best, score, cycle, generation, self.num_generations
+            )
         for line in generation_summary(
             paths, report, self.agent_id, lambda p: self._score(population, p)
         ):

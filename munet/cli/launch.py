@@ -17,6 +17,7 @@ import sys
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds `launch`."""
     from munet.cli.agents import _add_common, _add_config
+    from munet.cli.options import add_tracking_options
 
     parser = subparsers.add_parser(
         "launch",
@@ -89,12 +90,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar=("PRESET", "KEY=VALUE"),
         help="override a config value of one preset's agents only (repeatable), after --set",
     )
+    add_tracking_options(parser)
     parser.set_defaults(func=_launch)
 
 
 def _launch(args: argparse.Namespace) -> int:
     from munet.agents.singlepath import AgentError
     from munet.cli.agents import _fail
+    from munet.cli.options import tracking_settings
     from munet.cluster import agent_specs, launch
     from munet.config import ConfigError
 
@@ -124,6 +127,7 @@ def _launch(args: argparse.Namespace) -> int:
             max_retries=args.max_retries,
             lease_ttl=args.lease_ttl,
             env_names=args.env,
+            tracking=tracking_settings(args),
         )
     except (ConfigError, AgentError, ValueError, ImportError) as err:
         return _fail(err)
