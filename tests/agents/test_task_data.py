@@ -101,3 +101,20 @@ def test_a_split_of_munets_own_task_binds_the_task_to_itself(tmp_path, tiny_conf
     assert (config.data, config.data_split) == ("digits", "validation=0.1")
     with pytest.raises(ConfigError, match="split rule .* for task 'flowers' needs its data"):
         bind_task_data(tiny_config, "flowers", store, split="validation=0.1")
+
+
+def test_the_python_api_takes_a_split_rule_in_the_config(tmp_path, tiny_config):
+    import munet
+    from munet.agents.runner import make_agent
+
+    npz = tmp_path / "data.npz"
+    rng = np.random.default_rng(0)
+    np.savez(npz, x=rng.integers(0, 256, (80, 8, 8), dtype=np.uint8), y=np.arange(80) % 2)
+    config = munet.apply_overrides(
+        tiny_config, [f"data=npz:{npz}", f"data_split={munet.split_rule(test=0.1)}"]
+    )
+    agent = make_agent(config, "pairs", tmp_path / "state")
+    assert agent.task.num_test_examples == 8  # ceil(0.1 * 80), stratified
+    assert agent.task.source.labels("test").tolist().count(0) == 4
+    with pytest.raises(ConfigError, match="data_split='test=80.5'"):
+        munet.apply_overrides(tiny_config, ["data_split=test=80.5"])
