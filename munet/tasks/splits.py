@@ -25,6 +25,7 @@ sample of every class.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,7 +50,8 @@ class SplitSpec:
 
     def __post_init__(self) -> None:
         for split in CARVED_ORDER:
-            check_split_size(getattr(self, split), f"{split} split")
+            size = check_split_size(getattr(self, split), f"{split} split")
+            object.__setattr__(self, split, size)
 
     def rule(self) -> str:
         """The stored form: `validation=0.1,test=200`."""
@@ -69,10 +71,12 @@ def check_split_size(size: SplitSize | None, what: str) -> SplitSize | None:
     """
     if size is None:
         return None
-    if isinstance(size, bool) or not isinstance(size, (int, float)):
+    if isinstance(size, bool) or not isinstance(size, numbers.Real):
         raise ValueError(
             f"{what} {size!r}: expected a fraction in (0, 1) or an integer count of examples"
         )
+    # NumPy scalars too: counts become int, fractions float.
+    size = int(size) if isinstance(size, numbers.Integral) else float(size)
     if isinstance(size, float):
         if 0.0 < size < 1.0:
             return size
