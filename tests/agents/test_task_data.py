@@ -81,6 +81,12 @@ def test_a_split_is_stored_with_the_binding_reused_and_a_different_one_refused(
     task = get_task("pairs", data=config.data, split_rule=config.data_split, batch_size=8)
     assert (task.num_train_examples, task.num_test_examples) == (52, 8)
     assert task.sizing.num_validation_examples_total == 20
+    capsys.readouterr()
+    assert main(["tasks", "show", "pairs", "-d", str(state)]) == 0
+    shown = capsys.readouterr().out
+    assert "split rule validation=0.25,test=8" in shown
+    assert "stratified split of the train pool: test 8, validation 0.25" in shown
+    assert "train 52, validation 20 (used 20), test 8" in shown
     # The same split asked again is fine; a different one is refused, showing both.
     same = bind_task_data(tiny_config, "pairs", store, split="test=8,validation=0.25")
     assert same.data_split == "validation=0.25,test=8"
