@@ -27,6 +27,7 @@ one.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import random
@@ -52,10 +53,12 @@ from munet.agents.reports import (
     generation_summary,
     log_level,
 )
+from munet.agents.tracked import cycle_point, open_tracker, track_generation
 from munet.config import DATASET_HPARAMS_PREFIX, AgentConfig
 from munet.progress import Pace, bars_enabled, progress_bar, write_line
 from munet.system import Path, Population, ScorerDecay, SystemStore, format_agent_id
 from munet.system.component import AnyComponent
+from munet.tracking import Tracker, TrackingSettings
 from munet.training.threads import apply_thread_policy
 
 log = logging.getLogger("munet.agents")
@@ -121,6 +124,9 @@ class Agent(PathTraining):
             ``"full"`` (every sampled path's parent, quality, score and verdict, and the
             generation's times; the ``munet run`` output) or ``"cycle"`` (one per cycle).
         quiet: no lines and (unless ``progress=True``) no bars; warnings still show.
+        tracker: where learning curves, generations and cycles are logged: a
+            ``munet.tracking.TrackingSettings`` (each ``run`` opens and closes its trackers)
+            or a ``munet.tracking.Tracker`` the caller owns; None logs nothing.
 
     Raises:
         AgentError: a root-model pseudo task (use :func:`create_root_model`).
@@ -138,6 +144,7 @@ class Agent(PathTraining):
         echo: Callable[[str], None] | None = None,
         detail: str = "generation",
         quiet: bool = False,
+        tracker: Tracker | TrackingSettings | None = None,
     ) -> None:
         from munet.tasks import get_task
 
@@ -167,6 +174,8 @@ class Agent(PathTraining):
         self.detail = detail
         self.quiet = quiet
         self.policy = MutationPolicy.from_config(config)
+        self.tracking = tracker
+        self._tracker: Tracker | None = None  # open during run()
 
     # The policy: what an agent kind defines ---------------------------------------------------
     def agent_classes_to_load(self) -> list[str]:
@@ -269,6 +278,20 @@ class Agent(PathTraining):
         """
         if num_cycles < 0:
             raise ValueError(f"num_cycles must be >= 0, got {num_cycles}")
+        apply_thread_policy(self.config.num_threads)
+        with self.store.lock(self.agent_id):
+            # Opened under the lock: an agent already running elsewhere starts no tracker run.
+            self._tracker, owned = open_tracker(
+                self.tracking, self.agent_id, self.config.to_dict()
+            )
+            try:
+                return self._run_cycles(num_cycles, planned_cycles)
+            finally:
+                if owned and self._tracker is not None:
+                    self._tracker.close()
+                self._tracker = None
+
+    def _run_cycles(self, num_cycles: int, planned_cycles: int | None) -> RunReport:
         reports: list[GenerationReport] = []
         best: Path | None = None
         cycle = 0
@@ -311,6 +334,9 @@ class Agent(PathTraining):
                         f"{best.metrics.get('test_quality', float('nan')):.4f} "
                         f"({self._pace.eta_text()})",
                     )
+                    if self._tracker is not None:
+                        score = self._score(population, best)
+                        self._tracker.cycle_done(cycle_point(best, score, cycle + 1))
                     population, cycle, generation = self._load(announce=False)
             finally:
                 self._bar.close()
@@ -406,6 +432,12 @@ class Agent(PathTraining):
                 population.add_path(path)
         population.prune_population()
         report.wall = time.perf_counter() - start
+        if self._tracker is not None:
+            best = population.get_best_path()
+            score = functools.partial(self._score, population)
+            track_generation(
+                self._tracker, paths, best, score, cycle, generation, self.num_generations
+            )
         for line in generation_summary(
             paths, report, self.agent_id, lambda p: self._score(population, p)
         ):

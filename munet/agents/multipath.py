@@ -54,6 +54,7 @@ from munet.models.multipath import (
 )
 from munet.system import Component, Path, Population, SystemStore, format_agent_id
 from munet.system.component import PathComponent
+from munet.tracking import Tracker, TrackingSettings
 
 log = logging.getLogger("munet.agents")
 
@@ -111,6 +112,7 @@ class MultipathAgent(Agent):
         echo: Callable[[str], None] | None = None,
         detail: str = "generation",
         quiet: bool = False,
+        tracker: Tracker | TrackingSettings | None = None,
     ) -> None:
         super().__init__(
             config,
@@ -121,6 +123,7 @@ class MultipathAgent(Agent):
             echo=echo,
             detail=detail,
             quiet=quiet,
+            tracker=tracker,
         )
         # Frozen subpaths' outputs, reused across the steps and generations of this agent.
         self.path_outputs = PathOutputCache(self.config.path_output_cache_mb * 2**20)

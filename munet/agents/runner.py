@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     import torch
 
     from munet.agents.cycle import Agent
+    from munet.tracking import Tracker, TrackingSettings
 
 log = logging.getLogger("munet.agents")
 
@@ -58,6 +59,7 @@ def make_agent(
     echo: Callable[[str], None] | None = None,
     detail: str = "generation",
     quiet: bool = False,
+    tracker: Tracker | TrackingSettings | None = None,
 ) -> Agent:
     """The agent of ``config``'s kind: a :class:`MultipathAgent` for a multipath preset
     (``MultiVit*``), else a :class:`SinglepathAgent`; the other arguments are its
@@ -75,6 +77,7 @@ def make_agent(
         echo=echo,
         detail=detail,
         quiet=quiet,
+        tracker=tracker,
     )
 
 

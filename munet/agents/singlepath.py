@@ -45,6 +45,7 @@ from munet.models import (
     resize_posembed,
 )
 from munet.system import Component, Path, Population, SystemStore
+from munet.tracking import Tracker, TrackingSettings
 
 log = logging.getLogger("munet.agents")
 
@@ -107,6 +108,7 @@ class SinglepathAgent(Agent):
         echo: Callable[[str], None] | None = None,
         detail: str = "generation",
         quiet: bool = False,
+        tracker: Tracker | TrackingSettings | None = None,
     ) -> None:
         super().__init__(
             config,
@@ -117,6 +119,7 @@ class SinglepathAgent(Agent):
             echo=echo,
             detail=detail,
             quiet=quiet,
+            tracker=tracker,
         )
         self._posembed_cache: dict[tuple[str, int], dict[str, torch.Tensor]] = {}
 

@@ -77,6 +77,7 @@ def _fail(message: object) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds `root`, `run`, `leaderboard` and `demo`."""
+    from munet.cli.options import add_split_options, add_tracking_options
     from munet.config import DEFAULT_DEMO_CYCLES, DEFAULT_DEMO_STATE_DIR, DEMO_MULTIPATH_TASKS
 
     root = subparsers.add_parser(
@@ -122,6 +123,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_common(run)
     _add_config(run)
     _add_verbosity(run)
+    add_split_options(run)
+    add_tracking_options(run)
     run.set_defaults(func=_run)
 
     board = subparsers.add_parser(
@@ -160,6 +163,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     _add_config(demo)
     _add_verbosity(demo)
+    add_tracking_options(demo)
     demo.set_defaults(func=_demo)
 
 
@@ -182,6 +186,7 @@ def _root(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from munet.agents.runner import make_agent, resolve_config
     from munet.agents.task_data import bind_task_data
+    from munet.cli.options import split_rule_of, tracking_settings
     from munet.system import SystemStore, format_agent_id
 
     _setup_logging(args)
@@ -193,12 +198,19 @@ def _run(args: argparse.Namespace) -> int:
     # Every failure (bad config, locked agent, damaged state, full disk) is one line: main().
     store = SystemStore(args.state_dir)
     config = resolve_config(args.agent, args.overrides, store, args.task)
+    # --val-split/--test-split and --log-dir/--wandb (munet.cli.options).
+    split, tracking = split_rule_of(args), tracking_settings(args)
     config = bind_task_data(
-        config, args.task, store, args.data, format_agent_id(args.agent, args.task)
+        config, args.task, store, args.data, format_agent_id(args.agent, args.task), split
     )
     # -q: one line per cycle (with the time left), else every path of every generation.
     agent = make_agent(
-        config, args.task, store, progress=args.progress, detail="cycle" if args.quiet else "full"
+        config,
+        args.task,
+        store,
+        progress=args.progress,
+        detail="cycle" if args.quiet else "full",
+        tracker=tracking,
     )
     report = agent.run(args.cycles)
     best = report.best
@@ -227,6 +239,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
 
 def _demo(args: argparse.Namespace) -> int:
     from munet.agents.demo import run_demo
+    from munet.cli.options import tracking_settings
     from munet.config import DEMO_TASKS
 
     _setup_logging(args, default=logging.WARNING)
@@ -238,5 +251,6 @@ def _demo(args: argparse.Namespace) -> int:
         progress=args.progress,
         workers=args.workers,
         multipath_tasks=args.multipath_tasks,
+        tracking=tracking_settings(args),
     )
     return 0

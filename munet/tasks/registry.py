@@ -260,17 +260,23 @@ def get_task(
             streams carry over. False builds a fresh one (its data still come from the cache).
         data: the source spec a named task reads (`folder:ROOT`, `npz:FILE`, `hf:DIR`,
             `tfds:NAME` or another task's name); None: `name` itself is the source.
-        split_rule: how splits the data lacks are made (`"default"`, the seed's rule, which
-            is the only one and also what None means).
+        split_rule: how the splits are made: `"default"` (also what None means), the seed's
+            rule for the splits the data lacks; or `"validation=X,test=Y"` (either part may be
+            left out), a stratified split of the train pool with X, Y a fraction in (0, 1) or
+            a count (see munet.tasks.splits; `split_rule(validation=0.1)` writes one).
 
     Returns:
         The `Task`.
 
     Raises:
         ValueError: an unknown name, an empty split, a label out of range, fewer than 2
-            classes, a non-positive sizing value, or an unknown split rule.
+            classes, a non-positive sizing value, an unknown split rule, or split sizes the
+            data cannot meet (larger than the data, a class too small to stratify).
     """
+    from munet.tasks.splits import apply_split_rule, canonical_split_rule
+
     check_split_rule(split_rule or DEFAULT_SPLIT_RULE)
+    split_rule = canonical_split_rule(split_rule)
     if data is not None and data != name:
         check_task_name_for_data(name)
     key = (
@@ -281,10 +287,12 @@ def get_task(
         num_validation_examples_max,
         seed,
         None if data_dir is None else str(data_dir),
+        split_rule,
     )
     if cache and key in _TASK_CACHE:
         return _TASK_CACHE[key]
     source = load_source(name if data is None else data, data_dir=data_dir)
+    source = apply_split_rule(source, split_rule)
     task = Task(
         name,
         source,

@@ -11,9 +11,10 @@ import torch
 
 SPLITS = ("train", "validation", "test")
 
-# Split rules a named task may be stored with (AgentConfig.data_split). Only the seed's rule
-# exists today; the name is stored with the agent's state so that a later munet with another
-# rule still rebuilds the splits a system was grown on, or refuses clearly.
+# Split rules a named task may be stored with (AgentConfig.data_split). The name is stored with
+# the agent's state so that a later munet still rebuilds the splits a system was grown on, or
+# refuses clearly. Besides the named rules, `validation=X,test=Y` is a stratified split of the
+# train pool (munet.tasks.splits).
 DEFAULT_SPLIT_RULE = "default"
 SPLIT_RULES = {
     DEFAULT_SPLIT_RULE: (
@@ -25,13 +26,16 @@ SPLIT_RULES = {
 
 
 def check_split_rule(rule: str) -> str:
-    """Returns `rule` when munet knows it.
+    """Returns `rule` when munet knows it: a named rule, or `validation=X,test=Y`.
 
     Raises:
-        ValueError: an unknown rule, listing the known ones.
+        ValueError: an unknown rule or a bad size, listing what is expected.
     """
-    if rule not in SPLIT_RULES:
-        raise ValueError(f"unknown split rule {rule!r}; known: {', '.join(SPLIT_RULES)}")
+    if rule in SPLIT_RULES:
+        return rule
+    from munet.tasks.splits import parse_split_rule
+
+    parse_split_rule(rule)
     return rule
 
 
