@@ -296,50 +296,48 @@ class Agent(PathTraining):
         best: Path | None = None
         cycle = 0
         total = planned_cycles or num_cycles
-        apply_thread_policy(self.config.num_threads)
-        with self.store.lock(self.agent_id):
-            population, cycle, generation = self._load()
-            if cycle >= num_cycles:
-                self._say("cycle", self._nothing_to_do(cycle, num_cycles))
-                return RunReport(self.agent_id, cycle, reports, population.get_best_path())
-            per_cycle = self.num_generations
-            done = cycle * per_cycle + generation
-            self._pace = Pace(num_cycles * per_cycle - done)
-            self._bar = progress_bar(
-                num_cycles * per_cycle,
-                self.agent_id,
-                "gen",
-                bars_enabled(self.progress),
-                initial=done,
-            )
-            try:
-                while True:
-                    best = population.get_best_path()
-                    if cycle >= num_cycles:
-                        break
-                    self._bar.set_postfix_str(f"cycle {cycle + 1}/{total}", refresh=True)
-                    self._say("detail", f"==== {self.agent_id}: cycle [{cycle + 1}/{total}]")
-                    population.start_cycle()
-                    best = self._run_cycle(population, cycle, generation, reports, total)
-                    population.end_cycle()
-                    save_start = time.perf_counter()
-                    self.store.save_state(population, cycle + 1, 0, self.config.to_dict())
-                    if reports:
-                        reports[-1].save += time.perf_counter() - save_start
-                        reports[-1].wall += time.perf_counter() - save_start
-                    self._say(
-                        "cycle",
-                        f"{self.agent_id}: cycle {cycle + 1}/{total} done; best path "
-                        f"{best.full_id} test quality "
-                        f"{best.metrics.get('test_quality', float('nan')):.4f} "
-                        f"({self._pace.eta_text()})",
-                    )
-                    if self._tracker is not None:
-                        score = self._score(population, best)
-                        self._tracker.cycle_done(cycle_point(best, score, cycle + 1))
-                    population, cycle, generation = self._load(announce=False)
-            finally:
-                self._bar.close()
+        population, cycle, generation = self._load()
+        if cycle >= num_cycles:
+            self._say("cycle", self._nothing_to_do(cycle, num_cycles))
+            return RunReport(self.agent_id, cycle, reports, population.get_best_path())
+        per_cycle = self.num_generations
+        done = cycle * per_cycle + generation
+        self._pace = Pace(num_cycles * per_cycle - done)
+        self._bar = progress_bar(
+            num_cycles * per_cycle,
+            self.agent_id,
+            "gen",
+            bars_enabled(self.progress),
+            initial=done,
+        )
+        try:
+            while True:
+                best = population.get_best_path()
+                if cycle >= num_cycles:
+                    break
+                self._bar.set_postfix_str(f"cycle {cycle + 1}/{total}", refresh=True)
+                self._say("detail", f"==== {self.agent_id}: cycle [{cycle + 1}/{total}]")
+                population.start_cycle()
+                best = self._run_cycle(population, cycle, generation, reports, total)
+                population.end_cycle()
+                save_start = time.perf_counter()
+                self.store.save_state(population, cycle + 1, 0, self.config.to_dict())
+                if reports:
+                    reports[-1].save += time.perf_counter() - save_start
+                    reports[-1].wall += time.perf_counter() - save_start
+                self._say(
+                    "cycle",
+                    f"{self.agent_id}: cycle {cycle + 1}/{total} done; best path "
+                    f"{best.full_id} test quality "
+                    f"{best.metrics.get('test_quality', float('nan')):.4f} "
+                    f"({self._pace.eta_text()})",
+                )
+                if self._tracker is not None:
+                    score = self._score(population, best)
+                    self._tracker.cycle_done(cycle_point(best, score, cycle + 1))
+                population, cycle, generation = self._load(announce=False)
+        finally:
+            self._bar.close()
         return RunReport(self.agent_id, cycle, reports, best)
 
     def _nothing_to_do(self, cycle: int, num_cycles: int) -> str:

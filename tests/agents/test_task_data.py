@@ -86,7 +86,8 @@ def test_a_split_is_stored_with_the_binding_reused_and_a_different_one_refused(
     shown = capsys.readouterr().out
     assert "split rule validation=0.25,test=8" in shown
     assert "stratified split of the train pool: test 8, validation 0.25" in shown
-    assert "train 52, validation 20 (used 20), test 8" in shown
+    # Sized as the agent on the task is (2 validation batches of 8: 16 of the 20 used).
+    assert "train 52, validation 20 (used 16), test 8" in shown
     # The same split asked again is fine; a different one is refused, showing both.
     same = bind_task_data(tiny_config, "pairs", store, split="test=8,validation=0.25")
     assert same.data_split == "validation=0.25,test=8"
