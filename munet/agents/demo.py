@@ -36,6 +36,7 @@ from munet.config import (
     DEMO_TASKS,
     AgentConfig,
 )
+from munet.lifeline import die_with_parent
 from munet.progress import Pace, bars_enabled, progress_bar, write_line
 from munet.report.html import write_report
 from munet.report.leaderboard import format_leaderboard
@@ -106,19 +107,6 @@ def default_workers(num_tasks: int) -> int:
     except AttributeError:  # Not on Linux.
         cores = os.cpu_count() or 1
     return max(1, min(num_tasks, cores))
-
-
-def _die_with_parent() -> None:
-    """Pool initializer: a worker is killed with the demo (Linux), so a killed demo leaves no
-    agent running that would hold its lock when the demo is rerun."""
-    try:
-        import ctypes
-        import signal
-
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 def _run_agent_cycle(job: tuple[str, str, dict[str, Any], int, int]) -> dict[str, Any]:
@@ -256,7 +244,9 @@ def _run_rounds(
         workers = min(workers, len(agents))
         echo(f"running {len(agents)} agents, {workers} at a time, {cycles} cycles each")
         context = multiprocessing.get_context("spawn")
-        with context.Pool(workers, initializer=_die_with_parent) as pool:
+        # A worker dies with the demo at any instant, start-up included: its first act,
+        # before it imports torch or munet's subpackages, is munet.lifeline's (a tiny module).
+        with context.Pool(workers, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
             for cycle in range(1, cycles + 1):
                 jobs = [
                     (state_dir, task, configs[task].to_dict(), cycle, cycles) for task in agents

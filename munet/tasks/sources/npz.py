@@ -19,11 +19,66 @@ from munet.tasks.sources.base import (
     ArraySource,
     SplitArrays,
     carve_default_splits,
+    check_num_classes,
     images_to_nchw_uint8,
     labels_to_int64,
 )
 
+# What a file that is not an npz archive is, by its first bytes (checked before any numpy
+# parsing, whose errors for such files are misleading: text reads as "pickled data").
+_MAGIC = (
+    (b"\x93NUMPY", "a single NumPy array (.npy), not an .npz archive: save with numpy.savez"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"\x1f\x8b", "a gzip file"),
+    (b"\x89HDF", "an HDF5 file"),
+    (b"%PDF", "a PDF document"),
+    (b"\x80", "a Python pickle (munet reads no pickle)"),
+)
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
+
 _SPLIT_SPELLINGS = {"train": ("train",), "validation": ("validation", "val"), "test": ("test",)}
+
+
+def _check_is_npz(path: Path) -> None:
+    """Raises ValueError saying what the file is when it is not a zip archive (an npz)."""
+    with open(path, "rb") as file:
+        head = file.read(512)
+    if head.startswith(_ZIP_MAGIC):
+        return
+    if not head:
+        what = "empty (0 bytes)"
+    else:
+        what = next((kind for magic, kind in _MAGIC if head.startswith(magic)), None)
+        if what is None:
+            try:
+                text = head.decode("utf-8")
+                shown = text.strip().splitlines()[0][:40] if text.strip() else ""
+                what = f"a text file (it starts {shown!r})"
+            except UnicodeDecodeError:
+                what = f"not a zip archive (it starts with bytes {head[:8].hex(' ')})"
+    raise ValueError(
+        f"npz file {str(path)!r} is {what}; expected an .npz archive of arrays written by "
+        "numpy.savez"
+    )
+
+
+def _array(data, key: str, path: Path) -> np.ndarray:
+    """One array of the archive; a damaged member or an object array is a ValueError."""
+    try:
+        return data[key]
+    except ValueError as error:
+        if "pickle" in str(error).lower():
+            raise ValueError(
+                f"npz file {str(path)!r}: array {key!r} holds Python objects; only plain "
+                "numeric arrays are read (no pickle)"
+            ) from None
+        raise ValueError(f"npz file {str(path)!r}: cannot read array {key!r}: {error}") from None
+    except Exception as error:  # zipfile, zlib and OS errors of a damaged archive
+        raise ValueError(
+            f"npz file {str(path)!r}: cannot read array {key!r} (damaged archive?): {error}"
+        ) from None
 
 
 def _find_pair(data, split: str) -> tuple[str, str] | None:
@@ -48,11 +103,18 @@ def load_npz(path: str | Path) -> ArraySource:
     name = f"npz:{path}"
     if not path.is_file():
         raise ValueError(f"npz file {str(path)!r} does not exist")
+    _check_is_npz(path)
     try:
         data = np.load(path, allow_pickle=False)
     except Exception as error:
         raise ValueError(f"cannot read npz file {str(path)!r}: {error}") from error
     with data:
+        if not any(n.endswith(".npy") for n in data.zip.namelist()):
+            members = ", ".join(data.zip.namelist()[:5]) or "nothing"
+            raise ValueError(
+                f"npz file {str(path)!r} is a zip archive of {members} but holds no NumPy "
+                "arrays (.npy members); expected a file written by numpy.savez"
+            )
         keys = set(data.files)
         pairs = {s: _find_pair(keys, s) for s in _SPLIT_SPELLINGS}
         if pairs["train"] is None:
@@ -67,30 +129,32 @@ def load_npz(path: str | Path) -> ArraySource:
                 "train_labels, or images/labels"
             )
         splits: dict[str, SplitArrays] = {}
-        try:
-            for split, pair in pairs.items():
-                if pair is None:
-                    continue
-                where = f"npz file {str(path)!r} keys {pair[0]}/{pair[1]}"
-                images = images_to_nchw_uint8(data[pair[0]], where)
-                labels = labels_to_int64(data[pair[1]], where)
-                if images.shape[0] != labels.shape[0]:
-                    raise ValueError(
-                        f"{where}: {images.shape[0]} images but {labels.shape[0]} labels; "
-                        "expected one label per image"
-                    )
-                splits[split] = SplitArrays(images, labels)
-            num_classes = int(data["num_classes"]) if "num_classes" in keys else None
-            class_names = (
-                tuple(str(c) for c in data["class_names"]) if "class_names" in keys else None
-            )
-        except ValueError as error:
-            if "pickle" in str(error).lower():
+        for split, pair in pairs.items():
+            if pair is None:
+                continue
+            where = f"npz file {str(path)!r} keys {pair[0]}/{pair[1]}"
+            images = images_to_nchw_uint8(_array(data, pair[0], path), where)
+            labels = labels_to_int64(_array(data, pair[1], path), where)
+            if images.shape[0] != labels.shape[0]:
                 raise ValueError(
-                    f"npz file {str(path)!r} holds object arrays; only plain numeric arrays "
-                    "are read (no pickle)"
-                ) from error
-            raise
+                    f"{where}: {images.shape[0]} images but {labels.shape[0]} labels; "
+                    "expected one label per image"
+                )
+            splits[split] = SplitArrays(images, labels)
+        num_classes = None
+        if "num_classes" in keys:
+            given = _array(data, "num_classes", path)
+            if given.size != 1 or not np.issubdtype(given.dtype, np.integer):
+                raise ValueError(
+                    f"npz file {str(path)!r}: num_classes is {given.dtype} {given.shape}; "
+                    "expected one integer"
+                )
+            num_classes = int(given.reshape(()))
+        class_names = (
+            tuple(str(c) for c in _array(data, "class_names", path))
+            if "class_names" in keys
+            else None
+        )
     train = splits["train"]
     missing_test, missing_val = "test" not in splits, "validation" not in splits
     carved_splits = tuple(s for s, m in (("test", missing_test), ("validation", missing_val)) if m)
@@ -100,16 +164,15 @@ def load_npz(path: str | Path) -> ArraySource:
         )
         for split, idx in carved.items():
             splits[split] = SplitArrays(train.images[idx], train.labels[idx])
-    for split, arrays in splits.items():
-        if arrays.labels.numel() and int(arrays.labels.min()) < 0:
-            raise ValueError(
-                f"npz file {str(path)!r}: split {split!r} has label {int(arrays.labels.min())}; "
-                "expected labels >= 0"
-            )
+    # Labels are in [0, MAX_NUM_CLASSES) (labels_to_int64); the class count is the file's, or
+    # the largest label + 1.
+    why = "the file's num_classes"
     if num_classes is None:
-        num_classes = 1 + max(
+        largest = max(
             (int(a.labels.max()) for a in splits.values() if a.labels.numel()), default=-1
         )
+        num_classes, why = largest + 1, f"the largest label {largest} + 1"
+    check_num_classes(num_classes, f"npz file {str(path)!r}", why)
     if class_names is not None and len(class_names) != num_classes:
         raise ValueError(
             f"npz file {str(path)!r}: {len(class_names)} class_names for {num_classes} classes"
