@@ -121,10 +121,15 @@ class Agent(PathTraining):
             ``"full"`` (every sampled path's parent, quality, score and verdict, and the
             generation's times; the ``munet run`` output) or ``"cycle"`` (one per cycle).
         quiet: no lines and (unless ``progress=True``) no bars; warnings still show.
+        skip_bad_files: the task's ``folder:`` data leaves out image files that cannot be read
+            (with a warning) instead of being refused.
+
+    The task's data is read and checked here, before anything is written.
 
     Raises:
         AgentError: a root-model pseudo task (use :func:`create_root_model`).
-        ValueError: an unknown task (from munet.tasks, listing the known ones).
+        ValueError: an unknown task (from munet.tasks, listing the known ones), or bad data
+            (every unreadable file named, NaN pixels, labels out of range).
     """
 
     def __init__(
@@ -138,6 +143,7 @@ class Agent(PathTraining):
         echo: Callable[[str], None] | None = None,
         detail: str = "generation",
         quiet: bool = False,
+        skip_bad_files: bool = False,
     ) -> None:
         from munet.tasks import get_task
 
@@ -160,6 +166,7 @@ class Agent(PathTraining):
             seed=config.seed,
             data=config.data or None,  # a named task's source (munet run --data)
             split_rule=config.data_split or None,
+            skip_bad_files=skip_bad_files,
         )
         self.devices = list(devices) if devices else local_devices(config.max_devices)
         self.progress = False if quiet and progress is None else progress
@@ -176,6 +183,17 @@ class Agent(PathTraining):
     def check_population(self, population: Population) -> None:
         """Raises AgentError when the loaded system cannot feed this agent (before any work)."""
         raise NotImplementedError
+
+    def check_store(self) -> None:
+        """Refuses, before the agent's lock (which creates its folder), a run the state dir
+        cannot feed, so a refused run writes nothing: an agent with no state of its own needs
+        a committed state of an agent it loads (the root model, for a singlepath agent)."""
+        if self.store.latest_state(self.agent_id) is not None:
+            return
+        for agent_id in self.store.agent_ids(self.agent_classes_to_load()):
+            if self.store.latest_state(agent_id) is not None:
+                return
+        self.check_population(Population(self.agent_id))
 
     def sample_path(
         self,
@@ -273,6 +291,7 @@ class Agent(PathTraining):
         best: Path | None = None
         cycle = 0
         total = planned_cycles or num_cycles
+        self.check_store()
         apply_thread_policy(self.config.num_threads)
         with self.store.lock(self.agent_id):
             population, cycle, generation = self._load()

@@ -147,6 +147,11 @@ class MultipathAgent(Agent):
         them."""
         return [self.singlepath_class]
 
+    def check_store(self) -> None:
+        if self.store.latest_state(self.agent_id) is None:
+            if self.store.latest_state(self.main_agent_id) is None:
+                self.check_population(Population(self.agent_id))
+
     def check_population(self, population: Population) -> None:
         if not population.paths.get(self.main_agent_id):
             raise AgentError(

@@ -116,6 +116,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "stored with the state, so later runs need no --data"
         ),
     )
+    run.add_argument(
+        "--skip-bad-files",
+        action="store_true",
+        help="folder: data: leave out image files that cannot be read (empty, corrupt) instead "
+        "of refusing the folder; they are named in a warning",
+    )
     _add_common(run)
     _add_config(run)
     _add_verbosity(run)
@@ -195,7 +201,12 @@ def _run(args: argparse.Namespace) -> int:
     )
     # -q: one line per cycle (with the time left), else every path of every generation.
     agent = make_agent(
-        config, args.task, store, progress=args.progress, detail="cycle" if args.quiet else "full"
+        config,
+        args.task,
+        store,
+        progress=args.progress,
+        detail="cycle" if args.quiet else "full",
+        skip_bad_files=args.skip_bad_files,
     )
     report = agent.run(args.cycles)
     best = report.best
