@@ -156,12 +156,21 @@ def run_demo(
         multipath_cycles: cycles of each multipath agent.
 
     Raises:
-        munet.config.ConfigError / ValueError: bad override or task, before any work.
+        munet.config.ConfigError / ValueError: bad override, task or count (cycles < 1,
+            workers < 1, ...), before any work and before anything is written.
     """
+    for name, value, least in (
+        ("cycles", cycles, 1),
+        ("workers", 1 if workers is None else workers, 1),
+        ("multipath_tasks", multipath_tasks, 0),
+        ("multipath_cycles", multipath_cycles, 0),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"{name}={value!r}: expected a whole number >= {least}")
     start = time.perf_counter()
     tasks = list(dict.fromkeys(tasks))  # One agent per task: a task given twice runs once.
     store = SystemStore(str(state_dir))
-    workers = default_workers(len(tasks)) if workers is None else max(1, workers)
+    workers = default_workers(len(tasks)) if workers is None else workers
     configs = {task: resolve_config(DEMO_AGENT, overrides, store, task) for task in tasks}
     # Built here (in the parent) so a bad task is an error before any work.
     agents = {

@@ -158,7 +158,7 @@ def test_folder_task_run_resume_export_predict_test(tmp_path, capsys):
     good = test_files["rose"][0]
     (extra / "truncated.png").write_bytes(test_files["rose"][1].read_bytes()[:60])
     (extra / "ok.png").write_bytes(good.read_bytes())
-    assert run("predict", str(export), str(extra), "--top-k", "2", "--format", "csv") == 1
+    assert run("predict", str(export), str(extra), "--top-k", "2", "--format", "csv") == 2
     captured = capsys.readouterr()
     assert "skipping" in captured.err and "truncated.png" in captured.err
     lines = captured.out.splitlines()
