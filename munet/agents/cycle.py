@@ -186,10 +186,10 @@ class Agent(PathTraining):
 
     def check_store(self) -> None:
         """Refuses, before the agent's lock (which creates its folder), a run the state dir
-        cannot feed, so a refused run writes nothing: an agent with no state of its own needs
-        a committed state of an agent it loads (the root model, for a singlepath agent)."""
-        if self.store.latest_state(self.agent_id) is not None:
-            return
+        cannot feed, so a refused run writes nothing: a new agent (no folder yet) needs a
+        committed state of an agent it loads (the root model, for a singlepath agent)."""
+        if self.store.fs.exists(self.store.agent_dir(self.agent_id)):
+            return  # Not new: the lock creates nothing, and its holder is reported first.
         for agent_id in self.store.agent_ids(self.agent_classes_to_load()):
             if self.store.latest_state(agent_id) is not None:
                 return

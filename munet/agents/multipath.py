@@ -148,7 +148,7 @@ class MultipathAgent(Agent):
         return [self.singlepath_class]
 
     def check_store(self) -> None:
-        if self.store.latest_state(self.agent_id) is None:
+        if not self.store.fs.exists(self.store.agent_dir(self.agent_id)):
             if self.store.latest_state(self.main_agent_id) is None:
                 self.check_population(Population(self.agent_id))
 

@@ -81,8 +81,9 @@ def _file_problem(path: Path) -> str | None:
             return "empty file (0 bytes)"
         decode_to_storage(path, None, where=str(path))
     except (OSError, ValueError) as error:
-        reason = str(error.__cause__ or error)
-        return reason.replace(str(path), "").strip(" :") or type(error).__name__
+        reason = str(error.__cause__ or error)  # PIL's words, without the path we name
+        reason = reason.replace(f" {str(path)!r}", "").replace(str(path), "").strip(" :")
+        return reason or type(error).__name__
     return None
 
 
