@@ -169,3 +169,19 @@ def test_skip_bad_files_leaves_them_out_and_keeps_every_good_files_split(tmp_pat
         assert names == clean_names[split] - bad
         count = source.num_examples(split)
         assert source.images(split, torch.arange(count)).shape[0] == count
+
+
+def test_any_source_with_too_many_classes_is_refused():
+    from munet.tasks.sources.base import ArraySource, SplitArrays
+    from munet.tasks.task import Task
+
+    arrays = SplitArrays(torch.zeros(4, 3, 2, 2, dtype=torch.uint8), torch.tensor([0, 1, 0, 1]))
+    source = ArraySource("wide", dict.fromkeys(("train", "validation", "test"), arrays), 10**6)
+    with pytest.raises(ValueError, match=r"has 1000000 classes; at most 100000"):
+        Task(
+            "wide",
+            source,
+            batch_size=2,
+            num_train_examples_between_validations_max=4,
+            num_validation_examples_max=4,
+        )
