@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from munet.filetypes import describe_non_npz
 from munet.models.arch import VitArch
 from munet.models.components import Components, component_shapes
 from munet.models.posembed import resize_posembed
@@ -192,6 +193,9 @@ def _npz_depth(keys: set[str], layout: NpzLayout, reader: _NpzReader) -> int:
 
 def _read_npz(path: Path, max_layers: int | None) -> RawCheckpoint:
     source = str(path)
+    what = describe_non_npz(path)  # before numpy, whose errors for such files mislead
+    if what is not None:
+        raise CheckpointError(f"{source}: not a readable .npz file: it is {what}")
     try:
         npz = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:

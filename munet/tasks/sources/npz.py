@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from munet.filetypes import describe_non_npz
 from munet.tasks.sources.base import (
     ArraySource,
     SplitArrays,
@@ -24,44 +25,7 @@ from munet.tasks.sources.base import (
     labels_to_int64,
 )
 
-# What a file that is not an npz archive is, by its first bytes (checked before any numpy
-# parsing, whose errors for such files are misleading: text reads as "pickled data").
-_MAGIC = (
-    (b"\x93NUMPY", "a single NumPy array (.npy), not an .npz archive: save with numpy.savez"),
-    (b"\x89PNG", "a PNG image"),
-    (b"\xff\xd8\xff", "a JPEG image"),
-    (b"GIF8", "a GIF image"),
-    (b"\x1f\x8b", "a gzip file"),
-    (b"\x89HDF", "an HDF5 file"),
-    (b"%PDF", "a PDF document"),
-    (b"\x80", "a Python pickle (munet reads no pickle)"),
-)
-_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
-
 _SPLIT_SPELLINGS = {"train": ("train",), "validation": ("validation", "val"), "test": ("test",)}
-
-
-def _check_is_npz(path: Path) -> None:
-    """Raises ValueError saying what the file is when it is not a zip archive (an npz)."""
-    with open(path, "rb") as file:
-        head = file.read(512)
-    if head.startswith(_ZIP_MAGIC):
-        return
-    if not head:
-        what = "empty (0 bytes)"
-    else:
-        what = next((kind for magic, kind in _MAGIC if head.startswith(magic)), None)
-        if what is None:
-            try:
-                text = head.decode("utf-8")
-                shown = text.strip().splitlines()[0][:40] if text.strip() else ""
-                what = f"a text file (it starts {shown!r})"
-            except UnicodeDecodeError:
-                what = f"not a zip archive (it starts with bytes {head[:8].hex(' ')})"
-    raise ValueError(
-        f"npz file {str(path)!r} is {what}; expected an .npz archive of arrays written by "
-        "numpy.savez"
-    )
 
 
 def _array(data, key: str, path: Path) -> np.ndarray:
@@ -103,7 +67,12 @@ def load_npz(path: str | Path) -> ArraySource:
     name = f"npz:{path}"
     if not path.is_file():
         raise ValueError(f"npz file {str(path)!r} does not exist")
-    _check_is_npz(path)
+    what = describe_non_npz(path)  # before numpy, whose errors for such files mislead
+    if what is not None:
+        raise ValueError(
+            f"npz file {str(path)!r} is {what}; expected an .npz archive of arrays written by "
+            "numpy.savez"
+        )
     try:
         data = np.load(path, allow_pickle=False)
     except Exception as error:
