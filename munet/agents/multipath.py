@@ -111,6 +111,7 @@ class MultipathAgent(Agent):
         echo: Callable[[str], None] | None = None,
         detail: str = "generation",
         quiet: bool = False,
+        skip_bad_files: bool = False,
     ) -> None:
         super().__init__(
             config,
@@ -121,6 +122,7 @@ class MultipathAgent(Agent):
             echo=echo,
             detail=detail,
             quiet=quiet,
+            skip_bad_files=skip_bad_files,
         )
         # Frozen subpaths' outputs, reused across the steps and generations of this agent.
         self.path_outputs = PathOutputCache(self.config.path_output_cache_mb * 2**20)

@@ -107,6 +107,7 @@ class SinglepathAgent(Agent):
         echo: Callable[[str], None] | None = None,
         detail: str = "generation",
         quiet: bool = False,
+        skip_bad_files: bool = False,
     ) -> None:
         super().__init__(
             config,
@@ -117,6 +118,7 @@ class SinglepathAgent(Agent):
             echo=echo,
             detail=detail,
             quiet=quiet,
+            skip_bad_files=skip_bad_files,
         )
         self._posembed_cache: dict[tuple[str, int], dict[str, torch.Tensor]] = {}
 
