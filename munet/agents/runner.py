@@ -58,6 +58,7 @@ def make_agent(
     echo: Callable[[str], None] | None = None,
     detail: str = "generation",
     quiet: bool = False,
+    skip_bad_files: bool = False,
 ) -> Agent:
     """The agent of ``config``'s kind: a :class:`MultipathAgent` for a multipath preset
     (``MultiVit*``), else a :class:`SinglepathAgent`; the other arguments are its
@@ -75,6 +76,7 @@ def make_agent(
         echo=echo,
         detail=detail,
         quiet=quiet,
+        skip_bad_files=skip_bad_files,
     )
 
 
