@@ -5,8 +5,13 @@ Accepted keys, per split s in train / validation / test (validation may be spell
 split, or with a single pool `images` / `labels` (or `x` / `y`), gets the missing splits by the
 seed's default rule (the next 5% slices of train for test then validation, after a fixed
 shuffle). Images are (N, H, W), (N, H, W, C) or (N, C, H, W) with C in {1, 3}, uint8 or floats
-in [0, 1] / [0, 255]. An optional scalar `num_classes` fixes the class count; otherwise it is
+in [0, 1] / [0, 255] (finite: NaN and infinities are refused). Labels are whole numbers in
+[0, MAX_NUM_CLASSES). An optional scalar `num_classes` fixes the class count; otherwise it is
 the largest label + 1. An optional `class_names` string array names the classes.
+
+Everything is checked when the file is read, before any work: a file that is no npz archive is
+named for what it is (munet.filetypes), an array of Python objects is refused as such (no
+pickle is ever loaded).
 """
 
 from __future__ import annotations
@@ -60,8 +65,10 @@ def load_npz(path: str | Path) -> ArraySource:
     """Builds the source of an .npz file (see the module docstring for the layout).
 
     Raises:
-        ValueError: a missing or unreadable file, missing keys (listing those found), bad image
-            shapes or values, non-integer or negative labels.
+        ValueError: a missing or unreadable file or one of another kind (named), missing keys
+            (listing those found), bad image shapes or values (NaN, out of range), labels that
+            are not whole numbers in [0, MAX_NUM_CLASSES), a class count out of [2,
+            MAX_NUM_CLASSES].
     """
     path = Path(path).expanduser()
     name = f"npz:{path}"
