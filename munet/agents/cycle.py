@@ -127,10 +127,15 @@ class Agent(PathTraining):
         tracker: where learning curves, generations and cycles are logged: a
             ``munet.tracking.TrackingSettings`` (each ``run`` opens and closes its trackers)
             or a ``munet.tracking.Tracker`` the caller owns; None logs nothing.
+        skip_bad_files: the task's ``folder:`` data leaves out image files that cannot be read
+            (with a warning) instead of being refused.
+
+    The task's data is read and checked here, before anything is written.
 
     Raises:
         AgentError: a root-model pseudo task (use :func:`create_root_model`).
-        ValueError: an unknown task (from munet.tasks, listing the known ones).
+        ValueError: an unknown task (from munet.tasks, listing the known ones), or bad data
+            (every unreadable file named, NaN pixels, labels out of range).
     """
 
     def __init__(
@@ -145,6 +150,7 @@ class Agent(PathTraining):
         detail: str = "generation",
         quiet: bool = False,
         tracker: Tracker | TrackingSettings | None = None,
+        skip_bad_files: bool = False,
     ) -> None:
         from munet.tasks import get_task
 
@@ -167,6 +173,7 @@ class Agent(PathTraining):
             seed=config.seed,
             data=config.data or None,  # a named task's source (munet run --data)
             split_rule=config.data_split or None,
+            skip_bad_files=skip_bad_files,
         )
         self.devices = list(devices) if devices else local_devices(config.max_devices)
         self.progress = False if quiet and progress is None else progress
@@ -185,6 +192,17 @@ class Agent(PathTraining):
     def check_population(self, population: Population) -> None:
         """Raises AgentError when the loaded system cannot feed this agent (before any work)."""
         raise NotImplementedError
+
+    def check_store(self) -> None:
+        """Refuses, before the agent's lock (which creates its folder), a run the state dir
+        cannot feed, so a refused run writes nothing: a new agent (no folder yet) needs a
+        committed state of an agent it loads (the root model, for a singlepath agent)."""
+        if self.store.fs.exists(self.store.agent_dir(self.agent_id)):
+            return  # Not new: the lock creates nothing, and its holder is reported first.
+        for agent_id in self.store.agent_ids(self.agent_classes_to_load()):
+            if self.store.latest_state(agent_id) is not None:
+                return
+        self.check_population(Population(self.agent_id))
 
     def sample_path(
         self,
@@ -278,6 +296,8 @@ class Agent(PathTraining):
         """
         if num_cycles < 0:
             raise ValueError(f"num_cycles must be >= 0, got {num_cycles}")
+        # A state dir that cannot feed a new agent is refused before its folder (the lock) exists.
+        self.check_store()
         apply_thread_policy(self.config.num_threads)
         with self.store.lock(self.agent_id):
             # Opened under the lock: an agent already running elsewhere starts no tracker run.

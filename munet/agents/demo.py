@@ -36,6 +36,7 @@ from munet.config import (
     DEMO_TASKS,
     AgentConfig,
 )
+from munet.lifeline import die_with_parent
 from munet.progress import Pace, bars_enabled, progress_bar, write_line
 from munet.report.html import write_report
 from munet.report.leaderboard import format_leaderboard
@@ -109,19 +110,6 @@ def default_workers(num_tasks: int) -> int:
     return max(1, min(num_tasks, cores))
 
 
-def _die_with_parent() -> None:
-    """Pool initializer: a worker is killed with the demo (Linux), so a killed demo leaves no
-    agent running that would hold its lock when the demo is rerun."""
-    try:
-        import ctypes
-        import signal
-
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
 def _run_agent_cycle(
     job: tuple[str, str, dict[str, Any], int, int, TrackingSettings | None],
 ) -> dict[str, Any]:
@@ -175,12 +163,21 @@ def run_demo(
         tracking: TensorBoard / W&B logging of every agent (munet.tracking), or None.
 
     Raises:
-        munet.config.ConfigError / ValueError: bad override or task, before any work.
+        munet.config.ConfigError / ValueError: bad override, task or count (cycles < 1,
+            workers < 1, ...), before any work and before anything is written.
     """
+    for name, value, least in (
+        ("cycles", cycles, 1),
+        ("workers", 1 if workers is None else workers, 1),
+        ("multipath_tasks", multipath_tasks, 0),
+        ("multipath_cycles", multipath_cycles, 0),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"{name}={value!r}: expected a whole number >= {least}")
     start = time.perf_counter()
     tasks = list(dict.fromkeys(tasks))  # One agent per task: a task given twice runs once.
     store = SystemStore(str(state_dir))
-    workers = default_workers(len(tasks)) if workers is None else max(1, workers)
+    workers = default_workers(len(tasks)) if workers is None else workers
     configs = {task: resolve_config(DEMO_AGENT, overrides, store, task) for task in tasks}
     # Built here (in the parent) so a bad task is an error before any work.
     agents = {
@@ -280,7 +277,9 @@ def _run_rounds(
         workers = min(workers, len(agents))
         echo(f"running {len(agents)} agents, {workers} at a time, {cycles} cycles each")
         context = multiprocessing.get_context("spawn")
-        with context.Pool(workers, initializer=_die_with_parent) as pool:
+        # A worker dies with the demo at any instant, start-up included: its first act,
+        # before it imports torch or munet's subpackages, is munet.lifeline's (a tiny module).
+        with context.Pool(workers, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
             for cycle in range(1, cycles + 1):
                 jobs = [
                     (state_dir, task, configs[task].to_dict(), cycle, cycles, tracking)

@@ -60,6 +60,7 @@ def make_agent(
     detail: str = "generation",
     quiet: bool = False,
     tracker: Tracker | TrackingSettings | None = None,
+    skip_bad_files: bool = False,
 ) -> Agent:
     """The agent of ``config``'s kind: a :class:`MultipathAgent` for a multipath preset
     (``MultiVit*``), else a :class:`SinglepathAgent`; the other arguments are its
@@ -78,6 +79,7 @@ def make_agent(
         detail=detail,
         quiet=quiet,
         tracker=tracker,
+        skip_bad_files=skip_bad_files,
     )
 
 

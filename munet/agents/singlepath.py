@@ -109,6 +109,7 @@ class SinglepathAgent(Agent):
         detail: str = "generation",
         quiet: bool = False,
         tracker: Tracker | TrackingSettings | None = None,
+        skip_bad_files: bool = False,
     ) -> None:
         super().__init__(
             config,
@@ -120,6 +121,7 @@ class SinglepathAgent(Agent):
             detail=detail,
             quiet=quiet,
             tracker=tracker,
+            skip_bad_files=skip_bad_files,
         )
         self._posembed_cache: dict[tuple[str, int], dict[str, torch.Tensor]] = {}
 

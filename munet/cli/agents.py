@@ -120,6 +120,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "stored with the state, so later runs need no --data"
         ),
     )
+    run.add_argument(
+        "--skip-bad-files",
+        action="store_true",
+        help="folder: data: leave out image files that cannot be read (empty, corrupt) instead "
+        "of refusing the folder; they are named in a warning",
+    )
     _add_common(run)
     _add_config(run)
     _add_verbosity(run)
@@ -211,6 +217,7 @@ def _run(args: argparse.Namespace) -> int:
         progress=args.progress,
         detail="cycle" if args.quiet else "full",
         tracker=tracking,
+        skip_bad_files=args.skip_bad_files,
     )
     report = agent.run(args.cycles)
     best = report.best

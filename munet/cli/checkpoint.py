@@ -1,11 +1,18 @@
 """`munet checkpoint list|fetch|inspect`: the pretrained ViT checkpoints of the µNet presets,
-and what munet reads from a checkpoint a user brings."""
+and what munet reads from a checkpoint a user brings.
+
+`fetch` exits 9 when the checkpoint cannot be downloaded (no network, a server error, a
+corrupt download), naming the URL and where to put a copy made elsewhere; 2 for an unknown
+name.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+
+from munet.cli.errors import EXIT_OS_ERROR
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -76,8 +83,9 @@ def _fetch(args: argparse.Namespace) -> int:
     try:
         path = fetch_checkpoint(args.name, args.dest, timeout_s=args.timeout)
     except CheckpointUnavailable as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        # No network, a server error or a corrupt download: not the user's input, not a bug.
+        print(f"munet: error: {error}", file=sys.stderr)
+        return EXIT_OS_ERROR
     print(path)
     return 0
 

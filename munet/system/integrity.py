@@ -23,6 +23,7 @@ in place (moving it would break that state) and reported.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -109,6 +110,47 @@ def check_components(
     return count
 
 
+def check_state_files(store: SystemStore, state: StateRef, manifest: dict[str, Any]) -> None:
+    """Check the files of a state besides its manifest and shards: the path history
+    (`paths.csv`: parseable, the fixed columns, one well-formed row of this agent per
+    sampled path, as many rows as the manifest counts) and the population file (JSON).
+
+    Raises:
+        CorruptStateError: naming the file and what is wrong.
+    """
+    from munet.system.history import check_history_rows
+    from munet.system.manifest import HISTORY, POPULATION
+
+    folder = store.fs.join(store.agent_dir(state.agent_id), state.name)
+    where = f"state {state.relative_dir}"
+    try:
+        text = store.fs.read_bytes(store.fs.join(folder, HISTORY)).decode("utf-8")
+        rows = check_history_rows(text, state.agent_id, manifest.get("next_path_id"))
+    except FileNotFoundError:
+        raise CorruptStateError(f"{where}: {HISTORY} is missing") from None
+    except (UnicodeDecodeError, ValueError) as error:
+        raise CorruptStateError(f"{where}: {HISTORY}: {error}") from None
+    expected = manifest.get("history_rows")
+    if isinstance(expected, int) and rows != expected:
+        raise CorruptStateError(
+            f"{where}: {HISTORY} has {rows} rows; the manifest records {expected}"
+        )
+    name = manifest.get("population_file")
+    if not isinstance(name, str):
+        return  # States written before the population file existed.
+    try:
+        data = json.loads(store.fs.read_bytes(store.fs.join(folder, POPULATION)))
+    except FileNotFoundError:
+        raise CorruptStateError(f"{where}: {POPULATION} is missing") from None
+    except ValueError as error:
+        raise CorruptStateError(f"{where}: {POPULATION} is not JSON ({error})") from None
+    entries = data.get("population") if isinstance(data, dict) else None
+    if not isinstance(entries, list) or not all(
+        isinstance(e, dict) and isinstance(e.get("path"), str) for e in entries
+    ):
+        raise CorruptStateError(f"{where}: {POPULATION} holds no list of path entries")
+
+
 def check_state(store: SystemStore, state: StateRef, verify: str = "checksums") -> dict[str, Any]:
     """The manifest of a state, once the state is checked whole at level `verify`.
 
@@ -140,7 +182,8 @@ class QuarantineResult:
 
 
 def find_damaged(store: SystemStore, verify: str = "checksums") -> list[DamagedState]:
-    """Every committed state of every agent that fails its check at level `verify`.
+    """Every committed state of every agent that fails its check at level `verify`, or whose
+    other files (`paths.csv`, `population.json`) are damaged (`check_state_files`).
 
     Agent folders that are links are reported as a damaged pseudo state `<agent>/*`.
     """
@@ -155,7 +198,8 @@ def find_damaged(store: SystemStore, verify: str = "checksums") -> list[DamagedS
             continue
         for state in states:
             try:
-                check_state(store, state, verify)
+                manifest = check_state(store, state, verify)
+                check_state_files(store, state, manifest)
             except (SystemStateError, OSError) as err:
                 damaged.append(DamagedState(state, str(err)))
     return damaged

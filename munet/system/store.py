@@ -30,6 +30,7 @@ Layout (one folder per agent, one folder per committed state):
 
 from __future__ import annotations
 
+import csv
 import os
 import threading
 from collections.abc import Iterable
@@ -165,7 +166,12 @@ class SystemStore(StateReading, StateWriting):
         rows: list[dict[str, str]] = []
         for s in chosen:
             path = self.fs.join(self.agent_dir(agent_id), s.name, HISTORY)
-            rows.extend(csv_to_rows(self.fs.read_bytes(path).decode()))
+            try:
+                rows.extend(csv_to_rows(self.fs.read_bytes(path).decode()))
+            except (FileNotFoundError, UnicodeDecodeError, csv.Error) as error:
+                raise CorruptStateError(
+                    f"state {s.relative_dir}: unreadable {HISTORY} ({error})"
+                ) from None
         return rows
 
     def is_local(self) -> bool:

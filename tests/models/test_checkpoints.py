@@ -291,6 +291,12 @@ def test_pickled_or_truncated_npz_is_refused(tmp_path, tiny_components):
     truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     with pytest.raises(CheckpointError, match="not a readable .npz"):
         read_checkpoint(truncated)
+    # A file of another kind is named for what it is, with no pickle hint (issue 25).
+    text = tmp_path / "text.npz"
+    text.write_text("<html>not found</html>")
+    with pytest.raises(CheckpointError, match="it is a text file \\(it starts '<html>not") as e:
+        read_checkpoint(text)
+    assert "allow_pickle" not in str(e.value) and "pickled (object)" not in str(e.value)
 
 
 def test_loaded_tensors_are_fresh_frozen_cpu_float32(tmp_path):

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from munet.filetypes import describe_non_npz
 from munet.models.arch import VitArch
 from munet.models.checkpoints.common import CheckpointError, RawCheckpoint
 from munet.models.components import Components
@@ -174,6 +175,9 @@ def read_npz(path: Path, max_layers: int | None) -> RawCheckpoint:
             key the ViT has no place for.
     """
     source = str(path)
+    what = describe_non_npz(path)  # before numpy, whose errors for such files mislead
+    if what is not None:
+        raise CheckpointError(f"{source}: not a readable .npz file: it is {what}")
     try:
         npz = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
