@@ -16,16 +16,21 @@ whole shards.
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import shutil
 import stat
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from typing import TypeVar
 
 import fsspec
 
 from munet.system.errors import UnsafePathError
+from munet.system.outage import RetryPolicy, call_with_retries, client_retry_options, endpoint_of
+
+T = TypeVar("T")
 
 # Opening with O_NOFOLLOW fails (ELOOP) when the last path component is a symbolic link;
 # the folders above it are checked with lstat (`LocalFS._refuse_links`).
@@ -38,6 +43,9 @@ class StateFS(ABC):
 
     #: Whether `rename` of a directory is atomic (a state becomes visible all at once).
     atomic_rename: bool = False
+    #: Whether `create_bytes` is one atomic create-if-absent (no window between its check and
+    #: its write).
+    atomic_create: bool = False
 
     def join(self, *parts: str) -> str:
         """Join path parts with `/`."""
@@ -64,6 +72,17 @@ class StateFS(ABC):
     @abstractmethod
     def write_bytes(self, path: str, data: bytes) -> None:
         """Write a whole file durably."""
+
+    def create_bytes(self, path: str, data: bytes) -> None:
+        """Write a whole file that must not exist yet (where the store can, in one atomic
+        conditional request; see `atomic_create`).
+
+        Raises:
+            FileExistsError: the file exists (nothing was written).
+        """
+        if self.exists(path):
+            raise FileExistsError(errno.EEXIST, "already exists", path)
+        self.write_bytes(path, data)
 
     def write_with(self, path: str, write: Callable[[str], None], data: Callable[[], bytes]):
         """Write a file either by handing a local path to `write` or by storing `data()`."""
@@ -121,6 +140,7 @@ class LocalFS(StateFS):
     """
 
     atomic_rename = True
+    atomic_create = True  # O_EXCL
 
     def __init__(self, root: str | None = None) -> None:
         self.root = None if root is None else os.path.abspath(root)
@@ -183,6 +203,13 @@ class LocalFS(StateFS):
 
     def write_bytes(self, path: str, data: bytes) -> None:
         fd = self._open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def create_bytes(self, path: str, data: bytes) -> None:
+        fd = self._open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -274,12 +301,25 @@ def _link_message(path: str, root: str | None) -> str:
 
 
 class FsspecFS(StateFS):
-    """Any fsspec filesystem. Commits are manifest-last, not rename-based."""
+    """Any fsspec filesystem. Commits are manifest-last, not rename-based.
+
+    Every request is retried on transient errors (network, overloaded server) within `retry`,
+    then fails with `StoreUnavailableError` naming the endpoint and the operation
+    (`munet.system.outage`).
+    """
 
     atomic_rename = False
 
-    def __init__(self, fs: fsspec.AbstractFileSystem) -> None:
+    def __init__(self, fs: fsspec.AbstractFileSystem, retry: RetryPolicy | None = None) -> None:
         self.fs = fs
+        self.retry = retry if retry is not None else RetryPolicy.from_env()
+        self.endpoint = endpoint_of(fs)
+        # Stores whose create-only write is one conditional request (S3 `If-None-Match: *`,
+        # GCS `ifGenerationMatch=0`); elsewhere it is a check, then a write.
+        self.atomic_create = type(fs).__module__.split(".")[0] in ("s3fs", "gcsfs")
+
+    def _call(self, operation: str, path: str, request: Callable[[], T]) -> T:
+        return call_with_retries(request, f"{operation} {path}", self.endpoint, self.retry)
 
     def _forget(self, path: str) -> None:
         """Drop fsspec's cached listing of `path` (and its parents): ask the store afresh."""
@@ -288,7 +328,7 @@ class FsspecFS(StateFS):
     def listdir(self, path: str) -> list[str]:
         self._forget(path)
         try:
-            entries = self.fs.ls(path, detail=False)
+            entries = self._call("list", path, lambda: self.fs.ls(path, detail=False))
         except FileNotFoundError:
             return []
         base = path.rstrip("/")
@@ -299,14 +339,14 @@ class FsspecFS(StateFS):
 
     def exists(self, path: str) -> bool:
         self._forget(path)
-        return self.fs.exists(path)
+        return self._call("check", path, lambda: self.fs.exists(path))
 
     def dirs_with_file(self, path: str, filename: str) -> list[str]:
         # One recursive listing (object stores page through keys, 1,000 per request) instead
         # of an existence check per subdirectory.
         self._forget(path)
         try:
-            files = self.fs.find(path)
+            files = self._call("list", path, lambda: self.fs.find(path))
         except FileNotFoundError:
             return []
         base = path.rstrip("/") + "/"
@@ -321,41 +361,58 @@ class FsspecFS(StateFS):
         return sorted(found)
 
     def makedirs(self, path: str) -> None:
-        self.fs.makedirs(path, exist_ok=True)
+        self._call("create folder", path, lambda: self.fs.makedirs(path, exist_ok=True))
 
     def write_bytes(self, path: str, data: bytes) -> None:
         # One PUT: an object store makes the whole object visible at once, never a prefix.
-        self.fs.pipe_file(path, data)
+        self._call("write", path, lambda: self.fs.pipe_file(path, data))
+        self._forget(path)
+
+    def create_bytes(self, path: str, data: bytes) -> None:
+        def create() -> None:
+            try:
+                self.fs.pipe_file(path, data, mode="create")
+            except FileExistsError:
+                raise
+            except OSError as err:
+                # s3fs maps a failed `If-None-Match` it does not recognise to EINVAL.
+                if "PreconditionFailed" in repr(err.__cause__) or "412" in str(err):
+                    raise FileExistsError(errno.EEXIST, "already exists", path) from err
+                raise
+
+        self._call("create", path, create)
         self._forget(path)
 
     def read_bytes(self, path: str) -> bytes:
         # s3fs checks the file's size first, from a cached listing of its folder when there
         # is one (see open_state_fs): drop it so a file written since is found.
         self._forget(path)
-        return self.fs.cat_file(path)
+        return self._call("read", path, lambda: self.fs.cat_file(path))
 
     def read_range(self, path: str, start: int, end: int) -> bytes:
-        return self.fs.cat_file(path, start=start, end=end)
+        return self._call(
+            "read", f"{path}[{start}:{end}]", lambda: self.fs.cat_file(path, start=start, end=end)
+        )
 
     def size(self, path: str) -> int:
         self._forget(path)
-        return int(self.fs.size(path))
+        return int(self._call("check", path, lambda: self.fs.size(path)))
 
     def remove_file(self, path: str) -> None:
         self._forget(path)
-        if not self.fs.exists(path):
+        if not self.exists(path):
             raise FileNotFoundError(path)
-        self.fs.rm_file(path)
+        self._call("delete", path, lambda: self.fs.rm_file(path))
         self._forget(path)
 
     def rename(self, src: str, dst: str) -> None:
-        self.fs.mv(src, dst, recursive=True)
+        self._call("rename", src, lambda: self.fs.mv(src, dst, recursive=True))
         self._forget(src)
         self._forget(dst)
 
     def remove_tree(self, path: str) -> None:
         if self.exists(path):
-            self.fs.rm(path, recursive=True)
+            self._call("delete", path, lambda: self.fs.rm(path, recursive=True))
         self._forget(path)
 
 
@@ -376,7 +433,10 @@ def open_state_fs(root: str | os.PathLike[str]) -> tuple[StateFS, str]:
         # existence and size checks inside it from that listing, so a state committed after
         # its folder was first listed would stay invisible (s3fs reads a file's size that way
         # before every whole-file read: a manifest written later read as missing).
-        fs, path = fsspec.core.url_to_fs(root, use_listings_cache=False)
+        protocol = root.split("://", 1)[0]
+        fs, path = fsspec.core.url_to_fs(
+            root, use_listings_cache=False, **client_retry_options(protocol)
+        )
     except TypeError:  # A filesystem whose constructor takes no storage options.
         fs, path = fsspec.core.url_to_fs(root)
     return FsspecFS(fs), path.rstrip("/")
