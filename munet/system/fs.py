@@ -28,7 +28,13 @@ from typing import TypeVar
 import fsspec
 
 from munet.system.errors import UnsafePathError
-from munet.system.outage import RetryPolicy, call_with_retries, client_retry_options, endpoint_of
+from munet.system.outage import (
+    RetryPolicy,
+    call_with_retries,
+    client_retry_options,
+    disable_client_retries,
+    endpoint_of,
+)
 
 T = TypeVar("T")
 
@@ -439,4 +445,5 @@ def open_state_fs(root: str | os.PathLike[str]) -> tuple[StateFS, str]:
         )
     except TypeError:  # A filesystem whose constructor takes no storage options.
         fs, path = fsspec.core.url_to_fs(root)
+    disable_client_retries(fs)
     return FsspecFS(fs), path.rstrip("/")

@@ -38,6 +38,19 @@ def state_dir_name(cycle: int, generation: int) -> str:
     return f"state_{cycle}_{generation}"
 
 
+def history_file_name(manifest: dict[str, Any], state: StateRef) -> str:
+    """The state's history file: `paths.csv`, or the name its manifest records (object stores
+    name each save's files apart).
+
+    Raises:
+        CorruptStateError: the recorded name is not a plain file name.
+    """
+    name = manifest.get("history_file") or HISTORY
+    if not isinstance(name, str) or "/" in name or "\\" in name or name in (".", ".."):
+        raise CorruptStateError(f"state {state.relative_dir}: bad history_file {name!r}")
+    return name
+
+
 class ManifestMissingError(CorruptStateError):
     """A listed state's manifest was not found when read."""
 

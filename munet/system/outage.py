@@ -143,7 +143,7 @@ def call_with_retries(
                     endpoint=endpoint,
                     operation=operation,
                 ) from err
-            log.info("%s at %s failed (%s); retrying in %.2fs", operation, endpoint,
+            log.debug("%s at %s failed (%s); retrying in %.2fs", operation, endpoint,
                      _short(err), delay)
             time.sleep(delay * random.uniform(0.5, 1.0))
             delay *= 2
@@ -160,8 +160,15 @@ def client_retry_options(protocol: str) -> dict[str, Any]:
     """Storage options that turn the client library's own retries off (munet retries, with
     one bound), for the protocols munet knows; {} for others."""
     if protocol in ("s3", "s3a"):
-        return {"retries": 1, "config_kwargs": {"retries": {"total_max_attempts": 1}}}
+        return {"config_kwargs": {"retries": {"total_max_attempts": 1}}}
     return {}
+
+
+def disable_client_retries(fs: Any) -> None:
+    """Turn off the retries a filesystem object does itself (s3fs: `retries` tries of each
+    request), so munet's bound is the only one."""
+    if type(fs).__module__.split(".")[0] == "s3fs":
+        fs.retries = 1
 
 
 def endpoint_of(fs: Any) -> str:

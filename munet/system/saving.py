@@ -227,10 +227,18 @@ class StateWriting:
         config_json: dict[str, Any],
     ) -> None:
         self.fs.makedirs(work_dir)
+        # In place (object stores), every file but the manifest has a name of its own to this
+        # save: a request of an earlier holder that lands late (delayed past its lease) adds
+        # an unreferenced file, and never changes a file of the state committed meanwhile.
+        suffix = "" if self.fs.atomic_rename else f".{secrets.token_hex(4)}"
+        history_name, population_name = HISTORY, POPULATION
+        if suffix:
+            history_name = HISTORY.replace(".csv", f"{suffix}.csv")
+            population_name = POPULATION.replace(".json", f"{suffix}.json")
         shard_names: dict[str, str] = {}
         shards_info: dict[str, Any] = {}
         for i, shard in enumerate(plan_shards(to_write, self.max_shard_bytes)):
-            shard_name = f"components-{i:05d}.safetensors"
+            shard_name = f"components-{i:05d}{suffix}.safetensors"
             write_shard(self.fs, self.fs.join(work_dir, shard_name), shard)
             shards_info[shard_name] = {
                 "bytes": self.fs.size(self.fs.join(work_dir, shard_name)),
@@ -254,14 +262,17 @@ class StateWriting:
         manifest = build_manifest(
             state, population, config_json, to_publish, records, index, shards_info
         )
+        if suffix:
+            manifest["population_file"] = population_name
+            manifest["history_file"] = history_name
         if lock.lease is not None:
             manifest["writer"] = lock.lease.token  # whose lease committed it (fencing)
         manifest_bytes = json.dumps(manifest, indent=1, default=json_default).encode()
         self.fs.write_bytes(
-            self.fs.join(work_dir, HISTORY), rows_to_csv(population.history).encode()
+            self.fs.join(work_dir, history_name), rows_to_csv(population.history).encode()
         )
         self.fs.write_bytes(
-            self.fs.join(work_dir, POPULATION),
+            self.fs.join(work_dir, population_name),
             json.dumps({"population": population_entries}, default=json_default).encode(),
         )
         # The manifest goes last: on filesystems without atomic rename it is the commit mark.
