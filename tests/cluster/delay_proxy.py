@@ -1,5 +1,6 @@
 """A TCP proxy on 127.0.0.1 that, once armed, holds every byte a client sends for a while:
-a writer whose requests are delayed in the network past its lease (tests of fenced commits).
+a writer whose requests are delayed in the network past its lease (tests of fenced commits);
+closed, it cuts every connection: the server seems gone (outage tests).
 
 Bytes received while the hold lasts are forwarded when it ends, even if the client gave up
 meanwhile, as a network delivers packets it had queued.
@@ -33,6 +34,7 @@ class DelayProxy:
         self._hold_until = 0.0
         self.triggered_at: float | None = None
         self._closed = False
+        self._sockets: list[socket.socket] = []
         threading.Thread(target=self._accept, daemon=True).start()
 
     @property
@@ -45,8 +47,17 @@ class DelayProxy:
             self._marker, self._seconds = marker, seconds
 
     def close(self) -> None:
+        """Stop: refuse new connections and cut the open ones (the server seems gone)."""
         self._closed = True
         self._listener.close()
+        with self._lock:
+            sockets, self._sockets = self._sockets, []
+        for s in sockets:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
 
     def _accept(self) -> None:
         while not self._closed:
@@ -60,6 +71,8 @@ class DelayProxy:
                 client.close()
                 continue
             server.settimeout(None)
+            with self._lock:
+                self._sockets += [client, server]
             threading.Thread(target=self._upstream, args=(client, server), daemon=True).start()
             threading.Thread(target=self._downstream, args=(server, client), daemon=True).start()
 
