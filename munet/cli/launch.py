@@ -93,6 +93,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _launch(args: argparse.Namespace) -> int:
+    from munet.interrupts import defer_sigint
+
+    # Ctrl-C while torch and Ray load (seconds) is taken once they have: an import it
+    # interrupts leaves them half-initialised, and the process crashed instead of exiting 130.
+    with defer_sigint():
+        return _launch_deferred(args)
+
+
+def _launch_deferred(args: argparse.Namespace) -> int:
     from munet.agents.singlepath import AgentError
     from munet.cli.agents import _fail
     from munet.cluster import agent_specs, launch
