@@ -64,6 +64,14 @@ def defer_sigint() -> Iterator[None]:
         raise KeyboardInterrupt
 
 
+def interruption_point() -> None:
+    """Raise KeyboardInterrupt here if a SIGINT was recorded by the active deferral (between
+    two steps that must not be cut: do not start the next one); the deferral goes on until its
+    block ends."""
+    if _active is not None and _active.received:
+        raise KeyboardInterrupt
+
+
 def resume_sigint() -> None:
     """End the active deferral now: SIGINT raises KeyboardInterrupt again, and one received
     meanwhile is raised here. A no-op when nothing is deferred."""

@@ -106,7 +106,9 @@ def _launch_deferred(args: argparse.Namespace) -> int:
     from munet.cli.agents import _fail
     from munet.cluster import agent_specs, launch
     from munet.config import ConfigError
+    from munet.interrupts import interruption_point
 
+    interruption_point()  # Ctrl-C while torch loaded: stop before starting anything
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
     logger = logging.getLogger("munet")
@@ -123,6 +125,7 @@ def _launch_deferred(args: argparse.Namespace) -> int:
         )
         if args.root == "random_init":
             _create_roots(specs, args)
+        interruption_point()
         result = launch(
             specs,
             args.state_dir,

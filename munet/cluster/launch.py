@@ -24,7 +24,7 @@ from typing import Any
 from munet.cluster.events import Event, format_event
 from munet.cluster.specs import AgentSpec
 from munet.cluster.worker import AgentStopped, run_agent
-from munet.interrupts import defer_sigint, resume_sigint
+from munet.interrupts import defer_sigint, interruption_point, resume_sigint
 
 log = logging.getLogger("munet.cluster")
 
@@ -263,9 +263,11 @@ def launch(
         # Ctrl-C while Ray loads and starts is taken once it has started (then shut down):
         # raised inside an import or ray.init it crashed the process (see munet.interrupts).
         with defer_sigint():
+            interruption_point()
             ray = import_ray(local=not ray_address)
             from ray.util.queue import Empty, Queue
 
+            interruption_point()  # do not start Ray for nothing
             started = init_ray(ray_address, num_cpus)
             queue = Queue(actor_options={"num_cpus": 0})
             stop_flag = ray.remote(num_cpus=0)(_StopFlag).remote()
