@@ -304,9 +304,11 @@ class AgentLease:
     def renew(self) -> bool:
         """Renew the claim (the heartbeat does this); False once the lease is lost."""
         with self._io:
-            return self._renew()
+            return self._renew(revive=True)
 
-    def _renew(self) -> bool:
+    def _renew(self, revive: bool) -> bool:
+        """Renew; `revive`: also a claim whose ttl ran out by this process's clock, if it is
+        still there and nobody superseded it (the heartbeat, after a stall)."""
         if not self._acquired or self.lost:
             return False
         mine = None
@@ -318,10 +320,13 @@ class AgentLease:
                 superseded_by = c
             elif c.token in self._supersedes:
                 self._delete(c.token)  # A stalled holder wrote its old claim back.
-        # Never revive a claim whose ttl ran out (by this process's clock, checked after the
-        # listing, which may itself have been slow): another process may be taking it over
-        # right now without seeing this renewal.
-        expired = time.monotonic() - self._renewed_at >= self.ttl
+        # A claim whose ttl ran out (by this process's clock, checked after the listing, which
+        # may itself have been slow) may be being taken over right now by a process that does
+        # not see this renewal. The heartbeat renews it anyway when it is still there and not
+        # superseded (a stalled process goes on if nobody took over; the next fence re-reads
+        # the claims), but a fence never does: no commit rests on it.
+        late = time.monotonic() - self._renewed_at
+        expired = late >= self.ttl and not revive
         if mine is None or superseded_by is not None or expired:
             self.lost = True
             self.lost_to = superseded_by.holder if superseded_by is not None else None
@@ -329,6 +334,9 @@ class AgentLease:
             if superseded_by is not None and mine is not None:
                 self._delete(self.token)
             return False
+        if late >= self.ttl:
+            log.warning("agent %s: renewed its lease %.1fs after its ttl of %gs ran out "
+                        "(nobody had taken it over)", self.agent_id, late - self.ttl, self.ttl)
         self._write_claim(mine.holder)
         return True
 
@@ -364,7 +372,7 @@ class AgentLease:
             LeaseLostError: the lease expired or was taken over; commit nothing.
         """
         with self._io:
-            if not self._renew():
+            if not self._renew(revive=False):
                 raise self.lost_error()
             return self._renewed_at + self.ttl - time.monotonic()
 
