@@ -12,7 +12,7 @@ $(BIN)/munet: pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet --upgrade pip
 	# torch is pinned through the constraints file (a CPU wheel); the package accepts a range.
 	# bench-jax (jax, flax, optax: ~20 s to install) runs the seed's JAX step in benchmarks/.
-	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev,hf,ray,s3,bench-jax]"
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev,hf,ray,s3,bench-jax,tensorboard,wandb]"
 	touch $(BIN)/munet
 
 setup: $(BIN)/munet

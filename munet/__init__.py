@@ -51,6 +51,9 @@ _EXPORTS: dict[str, str] = {
     "get_task": "munet.tasks",
     "Task": "munet.tasks",
     "Batch": "munet.tasks",
+    "split_rule": "munet.tasks",
+    # experiment tracking (TensorBoard, W&B)
+    "TrackingSettings": "munet.tracking",
     # search strategies and NAS-Bench-101
     "make_strategy": "munet.search",
     "Strategy": "munet.search",

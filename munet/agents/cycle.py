@@ -27,6 +27,7 @@ one.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import random
@@ -52,10 +53,12 @@ from munet.agents.reports import (
     generation_summary,
     log_level,
 )
+from munet.agents.tracked import cycle_point, open_tracker, track_generation
 from munet.config import DATASET_HPARAMS_PREFIX, AgentConfig
 from munet.progress import Pace, bars_enabled, progress_bar, write_line
 from munet.system import Path, Population, ScorerDecay, SystemStore, format_agent_id
 from munet.system.component import AnyComponent
+from munet.tracking import Tracker, TrackingSettings
 from munet.training.threads import apply_thread_policy
 
 log = logging.getLogger("munet.agents")
@@ -121,10 +124,18 @@ class Agent(PathTraining):
             ``"full"`` (every sampled path's parent, quality, score and verdict, and the
             generation's times; the ``munet run`` output) or ``"cycle"`` (one per cycle).
         quiet: no lines and (unless ``progress=True``) no bars; warnings still show.
+        tracker: where learning curves, generations and cycles are logged: a
+            ``munet.tracking.TrackingSettings`` (each ``run`` opens and closes its trackers)
+            or a ``munet.tracking.Tracker`` the caller owns; None logs nothing.
+        skip_bad_files: the task's ``folder:`` data leaves out image files that cannot be read
+            (with a warning) instead of being refused.
+
+    The task's data is read and checked here, before anything is written.
 
     Raises:
         AgentError: a root-model pseudo task (use :func:`create_root_model`).
-        ValueError: an unknown task (from munet.tasks, listing the known ones).
+        ValueError: an unknown task (from munet.tasks, listing the known ones), or bad data
+            (every unreadable file named, NaN pixels, labels out of range).
     """
 
     def __init__(
@@ -138,6 +149,8 @@ class Agent(PathTraining):
         echo: Callable[[str], None] | None = None,
         detail: str = "generation",
         quiet: bool = False,
+        tracker: Tracker | TrackingSettings | None = None,
+        skip_bad_files: bool = False,
     ) -> None:
         from munet.tasks import get_task
 
@@ -160,6 +173,7 @@ class Agent(PathTraining):
             seed=config.seed,
             data=config.data or None,  # a named task's source (munet run --data)
             split_rule=config.data_split or None,
+            skip_bad_files=skip_bad_files,
         )
         self.devices = list(devices) if devices else local_devices(config.max_devices)
         self.progress = False if quiet and progress is None else progress
@@ -167,6 +181,8 @@ class Agent(PathTraining):
         self.detail = detail
         self.quiet = quiet
         self.policy = MutationPolicy.from_config(config)
+        self.tracking = tracker
+        self._tracker: Tracker | None = None  # open during run()
 
     # The policy: what an agent kind defines ---------------------------------------------------
     def agent_classes_to_load(self) -> list[str]:
@@ -176,6 +192,17 @@ class Agent(PathTraining):
     def check_population(self, population: Population) -> None:
         """Raises AgentError when the loaded system cannot feed this agent (before any work)."""
         raise NotImplementedError
+
+    def check_store(self) -> None:
+        """Refuses, before the agent's lock (which creates its folder), a run the state dir
+        cannot feed, so a refused run writes nothing: a new agent (no folder yet) needs a
+        committed state of an agent it loads (the root model, for a singlepath agent)."""
+        if self.store.fs.exists(self.store.agent_dir(self.agent_id)):
+            return  # Not new: the lock creates nothing, and its holder is reported first.
+        for agent_id in self.store.agent_ids(self.agent_classes_to_load()):
+            if self.store.latest_state(agent_id) is not None:
+                return
+        self.check_population(Population(self.agent_id))
 
     def sample_path(
         self,
@@ -269,51 +296,68 @@ class Agent(PathTraining):
         """
         if num_cycles < 0:
             raise ValueError(f"num_cycles must be >= 0, got {num_cycles}")
+        # A state dir that cannot feed a new agent is refused before its folder (the lock) exists.
+        self.check_store()
+        apply_thread_policy(self.config.num_threads)
+        with self.store.lock(self.agent_id):
+            # Opened under the lock: an agent already running elsewhere starts no tracker run.
+            self._tracker, owned = open_tracker(
+                self.tracking, self.agent_id, self.config.to_dict()
+            )
+            try:
+                return self._run_cycles(num_cycles, planned_cycles)
+            finally:
+                if owned and self._tracker is not None:
+                    self._tracker.close()
+                self._tracker = None
+
+    def _run_cycles(self, num_cycles: int, planned_cycles: int | None) -> RunReport:
         reports: list[GenerationReport] = []
         best: Path | None = None
         cycle = 0
         total = planned_cycles or num_cycles
-        apply_thread_policy(self.config.num_threads)
-        with self.store.lock(self.agent_id):
-            population, cycle, generation = self._load()
-            if cycle >= num_cycles:
-                self._say("cycle", self._nothing_to_do(cycle, num_cycles))
-                return RunReport(self.agent_id, cycle, reports, population.get_best_path())
-            per_cycle = self.num_generations
-            done = cycle * per_cycle + generation
-            self._pace = Pace(num_cycles * per_cycle - done)
-            self._bar = progress_bar(
-                num_cycles * per_cycle,
-                self.agent_id,
-                "gen",
-                bars_enabled(self.progress),
-                initial=done,
-            )
-            try:
-                while True:
-                    best = population.get_best_path()
-                    if cycle >= num_cycles:
-                        break
-                    self._bar.set_postfix_str(f"cycle {cycle + 1}/{total}", refresh=True)
-                    self._say("detail", f"==== {self.agent_id}: cycle [{cycle + 1}/{total}]")
-                    population.start_cycle()
-                    best = self._run_cycle(population, cycle, generation, reports, total)
-                    population.end_cycle()
-                    save_start = time.perf_counter()
-                    self.store.save_state(population, cycle + 1, 0, self.config.to_dict())
-                    if reports:
-                        reports[-1].save += time.perf_counter() - save_start
-                        reports[-1].wall += time.perf_counter() - save_start
-                    self._say(
-                        "cycle",
-                        f"{self.agent_id}: cycle {cycle + 1}/{total} done; best path "
-                        f"{best.full_id} test quality "
-                        f"{best.metrics.get('test_quality', float('nan')):.4f} "
-                        f"({self._pace.eta_text()})",
-                    )
-                    population, cycle, generation = self._load(announce=False)
-            finally:
-                self._bar.close()
+        population, cycle, generation = self._load()
+        if cycle >= num_cycles:
+            self._say("cycle", self._nothing_to_do(cycle, num_cycles))
+            return RunReport(self.agent_id, cycle, reports, population.get_best_path())
+        per_cycle = self.num_generations
+        done = cycle * per_cycle + generation
+        self._pace = Pace(num_cycles * per_cycle - done)
+        self._bar = progress_bar(
+            num_cycles * per_cycle,
+            self.agent_id,
+            "gen",
+            bars_enabled(self.progress),
+            initial=done,
+        )
+        try:
+            while True:
+                best = population.get_best_path()
+                if cycle >= num_cycles:
+                    break
+                self._bar.set_postfix_str(f"cycle {cycle + 1}/{total}", refresh=True)
+                self._say("detail", f"==== {self.agent_id}: cycle [{cycle + 1}/{total}]")
+                population.start_cycle()
+                best = self._run_cycle(population, cycle, generation, reports, total)
+                population.end_cycle()
+                save_start = time.perf_counter()
+                self.store.save_state(population, cycle + 1, 0, self.config.to_dict())
+                if reports:
+                    reports[-1].save += time.perf_counter() - save_start
+                    reports[-1].wall += time.perf_counter() - save_start
+                self._say(
+                    "cycle",
+                    f"{self.agent_id}: cycle {cycle + 1}/{total} done; best path "
+                    f"{best.full_id} test quality "
+                    f"{best.metrics.get('test_quality', float('nan')):.4f} "
+                    f"({self._pace.eta_text()})",
+                )
+                if self._tracker is not None:
+                    score = self._score(population, best)
+                    self._tracker.cycle_done(cycle_point(best, score, cycle + 1))
+                population, cycle, generation = self._load(announce=False)
+        finally:
+            self._bar.close()
         return RunReport(self.agent_id, cycle, reports, best)
 
     def _nothing_to_do(self, cycle: int, num_cycles: int) -> str:
@@ -406,6 +450,12 @@ class Agent(PathTraining):
                 population.add_path(path)
         population.prune_population()
         report.wall = time.perf_counter() - start
+        if self._tracker is not None:
+            best = population.get_best_path()
+            score = functools.partial(self._score, population)
+            track_generation(
+                self._tracker, paths, best, score, cycle, generation, self.num_generations
+            )
         for line in generation_summary(
             paths, report, self.agent_id, lambda p: self._score(population, p)
         ):

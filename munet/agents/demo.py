@@ -36,10 +36,12 @@ from munet.config import (
     DEMO_TASKS,
     AgentConfig,
 )
+from munet.lifeline import die_with_parent
 from munet.progress import Pace, bars_enabled, progress_bar, write_line
 from munet.report.html import write_report
 from munet.report.leaderboard import format_leaderboard
 from munet.system import SystemStore
+from munet.tracking import TrackingSettings
 
 
 def cross_task_reuse(store: SystemStore, agent_id: str) -> dict[str, int]:
@@ -108,24 +110,15 @@ def default_workers(num_tasks: int) -> int:
     return max(1, min(num_tasks, cores))
 
 
-def _die_with_parent() -> None:
-    """Pool initializer: a worker is killed with the demo (Linux), so a killed demo leaves no
-    agent running that would hold its lock when the demo is rerun."""
-    try:
-        import ctypes
-        import signal
-
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-def _run_agent_cycle(job: tuple[str, str, dict[str, Any], int, int]) -> dict[str, Any]:
+def _run_agent_cycle(
+    job: tuple[str, str, dict[str, Any], int, int, TrackingSettings | None],
+) -> dict[str, Any]:
     """Worker: run one agent up to ``cycle`` cycles; a small picklable summary back."""
-    state_dir, task, config_data, cycle, planned = job
+    state_dir, task, config_data, cycle, planned, tracking = job
     start = time.perf_counter()
-    agent = make_agent(AgentConfig.from_dict(config_data), task, state_dir, quiet=True)
+    agent = make_agent(
+        AgentConfig.from_dict(config_data), task, state_dir, quiet=True, tracker=tracking
+    )
     report = agent.run(cycle, planned_cycles=planned)
     best = report.best
     return {
@@ -151,6 +144,7 @@ def run_demo(
     workers: int | None = None,
     multipath_tasks: int = DEMO_MULTIPATH_TASKS,
     multipath_cycles: int = DEMO_MULTIPATH_CYCLES,
+    tracking: TrackingSettings | None = None,
 ) -> DemoResult:
     """Runs (or resumes) the demo and prints its summary through ``echo``.
 
@@ -166,32 +160,58 @@ def run_demo(
             runs the agents in this process and prints every generation's summary.
         multipath_tasks: run the multipath stage on this many of the weakest tasks (0: none).
         multipath_cycles: cycles of each multipath agent.
+        tracking: TensorBoard / W&B logging of every agent (munet.tracking), or None.
 
     Raises:
-        munet.config.ConfigError / ValueError: bad override or task, before any work.
+        munet.config.ConfigError / ValueError: bad override, task or count (cycles < 1,
+            workers < 1, ...), before any work and before anything is written.
     """
+    for name, value, least in (
+        ("cycles", cycles, 1),
+        ("workers", 1 if workers is None else workers, 1),
+        ("multipath_tasks", multipath_tasks, 0),
+        ("multipath_cycles", multipath_cycles, 0),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"{name}={value!r}: expected a whole number >= {least}")
     start = time.perf_counter()
     tasks = list(dict.fromkeys(tasks))  # One agent per task: a task given twice runs once.
     store = SystemStore(str(state_dir))
-    workers = default_workers(len(tasks)) if workers is None else max(1, workers)
+    workers = default_workers(len(tasks)) if workers is None else workers
     configs = {task: resolve_config(DEMO_AGENT, overrides, store, task) for task in tasks}
     # Built here (in the parent) so a bad task is an error before any work.
     agents = {
-        task: make_agent(configs[task], task, store, progress=progress, echo=echo, detail="full")
+        task: make_agent(
+            configs[task],
+            task,
+            store,
+            progress=progress,
+            echo=echo,
+            detail="full",
+            tracker=tracking,
+        )
         for task in tasks
     }
     root = create_root_model(resolve_config(DEMO_AGENT, overrides), store, "random_init")
     echo(
         f"root model {root.full_id}: {len(root.components)} components, {root.num_params()} params"
     )
-    _run_rounds(agents, configs, str(state_dir), cycles, workers, echo, progress)
+    _run_rounds(agents, configs, str(state_dir), cycles, workers, echo, progress, tracking)
     reports = {}
     for task, agent in agents.items():
         loaded = store.load(agent.agent_id, [DEMO_AGENT])
         best = loaded.population.get_best_path()
         reports[task] = RunReport(agent.agent_id, loaded.cycle, [], best)
     comparison = _multipath_stage(
-        store, reports, overrides, multipath_tasks, multipath_cycles, workers, progress, echo
+        store,
+        reports,
+        overrides,
+        multipath_tasks,
+        multipath_cycles,
+        workers,
+        progress,
+        echo,
+        tracking,
     )
     rows = leaderboard_rows(store, [DEMO_AGENT, DEMO_MULTIPATH_AGENT])
     seconds = time.perf_counter() - start
@@ -240,6 +260,7 @@ def _run_rounds(
     workers: int,
     echo: Callable[[str], None],
     progress: bool | None = None,
+    tracking: TrackingSettings | None = None,
 ) -> None:
     """Runs every agent to ``cycles`` cycles, one cycle of each per round, in this process
     (one worker) or in a pool of worker processes; an overall bar counts the agent cycles."""
@@ -256,10 +277,13 @@ def _run_rounds(
         workers = min(workers, len(agents))
         echo(f"running {len(agents)} agents, {workers} at a time, {cycles} cycles each")
         context = multiprocessing.get_context("spawn")
-        with context.Pool(workers, initializer=_die_with_parent) as pool:
+        # A worker dies with the demo at any instant, start-up included: its first act,
+        # before it imports torch or munet's subpackages, is munet.lifeline's (a tiny module).
+        with context.Pool(workers, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
             for cycle in range(1, cycles + 1):
                 jobs = [
-                    (state_dir, task, configs[task].to_dict(), cycle, cycles) for task in agents
+                    (state_dir, task, configs[task].to_dict(), cycle, cycles, tracking)
+                    for task in agents
                 ]
                 for done in pool.imap_unordered(_run_agent_cycle, jobs):
                     pace.advance()
@@ -288,6 +312,7 @@ def _multipath_stage(
     workers: int,
     progress: bool | None,
     echo: Callable[[str], None],
+    tracking: TrackingSettings | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Multipath agents on the weakest tasks; their test quality against singlepath's."""
     if num_tasks <= 0 or cycles <= 0 or len(reports) < 2:
@@ -296,11 +321,13 @@ def _multipath_stage(
     extra = multipath_overrides(overrides)
     configs = {t: resolve_config(DEMO_MULTIPATH_AGENT, extra, store, t) for t in tasks}
     agents = {
-        t: make_agent(configs[t], t, store, progress=progress, echo=echo, detail="full")
+        t: make_agent(
+            configs[t], t, store, progress=progress, echo=echo, detail="full", tracker=tracking
+        )
         for t in tasks
     }
     echo(f"multipath stage: {DEMO_MULTIPATH_AGENT} on {', '.join(tasks)}")
-    _run_rounds(agents, configs, str(store.root), cycles, workers, echo, progress)
+    _run_rounds(agents, configs, str(store.root), cycles, workers, echo, progress, tracking)
     comparison = {}
     for task, agent in agents.items():
         best = store.load(agent.agent_id, [DEMO_AGENT]).population.get_best_path()

@@ -54,6 +54,7 @@ from munet.models.multipath import (
 )
 from munet.system import Component, Path, Population, SystemStore, format_agent_id
 from munet.system.component import PathComponent
+from munet.tracking import Tracker, TrackingSettings
 
 log = logging.getLogger("munet.agents")
 
@@ -111,6 +112,8 @@ class MultipathAgent(Agent):
         echo: Callable[[str], None] | None = None,
         detail: str = "generation",
         quiet: bool = False,
+        tracker: Tracker | TrackingSettings | None = None,
+        skip_bad_files: bool = False,
     ) -> None:
         super().__init__(
             config,
@@ -121,6 +124,8 @@ class MultipathAgent(Agent):
             echo=echo,
             detail=detail,
             quiet=quiet,
+            tracker=tracker,
+            skip_bad_files=skip_bad_files,
         )
         # Frozen subpaths' outputs, reused across the steps and generations of this agent.
         self.path_outputs = PathOutputCache(self.config.path_output_cache_mb * 2**20)
@@ -146,6 +151,11 @@ class MultipathAgent(Agent):
         always read, so the subpaths it published stay available after their agents drop
         them."""
         return [self.singlepath_class]
+
+    def check_store(self) -> None:
+        if not self.store.fs.exists(self.store.agent_dir(self.agent_id)):
+            if self.store.latest_state(self.main_agent_id) is None:
+                self.check_population(Population(self.agent_id))
 
     def check_population(self, population: Population) -> None:
         if not population.paths.get(self.main_agent_id):

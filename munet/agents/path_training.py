@@ -127,6 +127,9 @@ class PathTraining:
             t.numel() for tensors in trainable.values() for t in tensors.values()
         )
         metrics["evals"] = json.dumps([float(q) for q in candidate.evals])
+        # Aligned one-to-one with evals: the learning curve of the path.
+        metrics["eval_steps"] = json.dumps([int(s) for s in candidate.eval_steps])
+        metrics["train_losses"] = json.dumps([float(v) for v in candidate.train_losses])
         metrics["quality"] = candidate.quality
         metrics["improved"] = candidate.improved
         if candidate.failure is not None:

@@ -4,8 +4,9 @@ A root model is a path of the pseudo agent ``CLASS~root_model~KIND`` whose compo
 locked by it (every agent shares or clones them, none trains them in place):
 
 - ``random_init``: a headless model of the preset's defaults, freshly initialised;
-- ``checkpoint``: the preset's defaults loaded from a local checkpoint file (Google augreg
-  .npz or safetensors; ``config.checkpoint_path``), head dropped.
+- ``checkpoint``: the preset's defaults loaded from a local checkpoint (``config.checkpoint_path``:
+  a Google augreg .npz, a timm / Hugging Face / munet state dict in .safetensors or
+  .pth/.pt/.bin, or a Hugging Face ``save_pretrained`` folder), head dropped.
 """
 
 from __future__ import annotations
@@ -34,7 +35,10 @@ ROOT_KINDS = ("random_init", "checkpoint")
 def _registered_checkpoint_hint(config: AgentConfig) -> str:
     """Where `munet checkpoint fetch` puts the preset's registered checkpoint, if it has one."""
     if config.name not in checkpoint_specs():
-        return " (an augreg .npz or a safetensors state dict)"
+        return (
+            " (an augreg .npz, a .safetensors or .pth/.bin state dict, or a Hugging Face "
+            "save_pretrained folder)"
+        )
     spec = checkpoint_spec(config.name)
     return (
         f" (the preset's checkpoint: `munet checkpoint fetch {config.name}` downloads "

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     import torch
 
     from munet.agents.cycle import Agent
+    from munet.tracking import Tracker, TrackingSettings
 
 log = logging.getLogger("munet.agents")
 
@@ -58,6 +59,8 @@ def make_agent(
     echo: Callable[[str], None] | None = None,
     detail: str = "generation",
     quiet: bool = False,
+    tracker: Tracker | TrackingSettings | None = None,
+    skip_bad_files: bool = False,
 ) -> Agent:
     """The agent of ``config``'s kind: a :class:`MultipathAgent` for a multipath preset
     (``MultiVit*``), else a :class:`SinglepathAgent`; the other arguments are its
@@ -75,6 +78,8 @@ def make_agent(
         echo=echo,
         detail=detail,
         quiet=quiet,
+        tracker=tracker,
+        skip_bad_files=skip_bad_files,
     )
 
 

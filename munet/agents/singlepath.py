@@ -45,6 +45,7 @@ from munet.models import (
     resize_posembed,
 )
 from munet.system import Component, Path, Population, SystemStore
+from munet.tracking import Tracker, TrackingSettings
 
 log = logging.getLogger("munet.agents")
 
@@ -107,6 +108,8 @@ class SinglepathAgent(Agent):
         echo: Callable[[str], None] | None = None,
         detail: str = "generation",
         quiet: bool = False,
+        tracker: Tracker | TrackingSettings | None = None,
+        skip_bad_files: bool = False,
     ) -> None:
         super().__init__(
             config,
@@ -117,6 +120,8 @@ class SinglepathAgent(Agent):
             echo=echo,
             detail=detail,
             quiet=quiet,
+            tracker=tracker,
+            skip_bad_files=skip_bad_files,
         )
         self._posembed_cache: dict[tuple[str, int], dict[str, torch.Tensor]] = {}
 

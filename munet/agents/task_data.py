@@ -4,7 +4,8 @@
 `flowers` to its source. The binding travels in the agent's config (`data`, `data_split`),
 which is saved with every state, so a rerun, a resume, another agent class on the same task,
 or another machine reading the state dir finds the source without `--data`. A different
-source for a task the state dir already binds is refused, showing both.
+source for a task the state dir already binds is refused, showing both; so is a different
+split rule (`--val-split`, `--test-split`: munet.tasks.splits).
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ class TaskBinding:
     def describe(self) -> str:
         """`folder:/x (split rule default; recorded by A/state_2_0)`."""
         source = self.data or f"munet's task {self.task_name!r}"
-        rule = f"split rule {self.split_rule}; " if self.split_rule else ""
+        split = self.split_rule or "default"
+        rule = f"split rule {split}; "
         return f"{source} ({rule}recorded by {self.state})"
 
 
@@ -81,16 +83,18 @@ def bind_task_data(
     store: SystemStore,
     data: str | None = None,
     agent_id: str | None = None,
+    split: str | None = None,
 ) -> AgentConfig:
-    """The config of an agent on `task_name` with its data source settled.
+    """The config of an agent on `task_name` with its data source and split rule settled.
 
     - `data` given (or already in `config.data`, e.g. from `--set data=...`): it must be the
       source every state of the store records for this task, if any records one.
     - neither: the source another agent's state records for the task (a rerun, a resume,
       another agent class or machine needs no `--data`); none: `task_name` is one of munet's
-      own task names.
+      own task names (with a split rule, the binding names it as its own source).
 
-    The split rule is the recorded one, else `config.data_split`, else the default rule.
+    The split rule: `split` (or a non-empty `config.data_split`) must be the one recorded for
+    the task, if any; else the recorded one; else the default rule.
 
     Args:
         config: the agent's config (the stored one when the agent has a state).
@@ -98,29 +102,42 @@ def bind_task_data(
         store: the system state.
         data: the source the user asked for (`--data`), or None.
         agent_id: the agent being configured (its own record is named first in errors).
+        split: the split rule the user asked for (`--val-split`/`--test-split`), or None.
 
     Returns:
         A copy of `config` with `data` (canonical form) and `data_split` set.
 
     Raises:
-        ConfigError: a source that differs from the recorded one (both shown), or a task name
-            that cannot take a source (it holds ':' or is one of munet's task names).
+        ConfigError: a source or split rule that differs from the recorded one (both shown), a
+            task name that cannot take a source (it holds ':' or is one of munet's task names),
+            a split rule for a task without a source, or a malformed split rule.
         ValueError: a malformed source spec.
     """
     from munet.tasks import DEFAULT_SPLIT_RULE, canonical_data_spec, check_task_name_for_data
+    from munet.tasks.registry import is_known_task_name
+    from munet.tasks.splits import canonical_split_rule
 
     requested = data if data is not None else (config.data or None)
+    asked_split = split if split is not None else (config.data_split or None)
+    try:
+        asked_split = None if asked_split is None else canonical_split_rule(asked_split)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
     records = task_bindings(store, task_name)
     records.sort(key=lambda b: b.agent_id != agent_id)  # own record first
     if requested is None:
         recorded = next((b for b in records if b.data), None)
-        if recorded is None:
+        if recorded is not None:
+            requested = recorded.data
+        elif asked_split is not None and asked_split != DEFAULT_SPLIT_RULE:
+            if not is_known_task_name(task_name):
+                raise ConfigError(
+                    f"a split rule ({asked_split}) for task {task_name!r} needs its data: "
+                    f"--data folder:ROOT | npz:FILE | hf:DIR | tfds:NAME"
+                )
+            requested = task_name  # munet's own task, bound to itself with the split
+        else:
             return config
-        return dataclasses.replace(
-            config,
-            data=recorded.data,
-            data_split=recorded.split_rule or config.data_split or DEFAULT_SPLIT_RULE,
-        )
     canonical = canonical_data_spec(requested)
     if canonical != task_name:
         try:
@@ -128,16 +145,25 @@ def bind_task_data(
         except ValueError as error:
             raise ConfigError(str(error)) from None
     for record in records:
-        if record.data != canonical:
+        # A record without a source reads munet's own task of its name, by the default rule.
+        if (record.data or record.task_name) != canonical:
             raise ConfigError(
                 f"task {task_name!r} already reads {record.describe()}; --data asks for "
                 f"{canonical}. Rerun without --data to continue on the recorded data, or name "
                 "the new data as another task (--task NEW_NAME)"
             )
-    rule = next((b.split_rule for b in records if b.split_rule), "")
-    return dataclasses.replace(
-        config, data=canonical, data_split=rule or config.data_split or DEFAULT_SPLIT_RULE
-    )
+    holder = next((b for b in records if b.split_rule), records[0] if records else None)
+    recorded_rule = ""
+    if holder is not None:
+        recorded_rule = canonical_split_rule(holder.split_rule or DEFAULT_SPLIT_RULE)
+    if asked_split is not None and recorded_rule and asked_split != recorded_rule:
+        raise ConfigError(
+            f"task {task_name!r} already reads {holder.describe()}; the split asked for is "
+            f"{asked_split}. Rerun without --val-split/--test-split to continue on the recorded "
+            "splits, or name the data with this split as another task (--task NEW_NAME)"
+        )
+    rule = recorded_rule or asked_split or DEFAULT_SPLIT_RULE
+    return dataclasses.replace(config, data=canonical, data_split=rule)
 
 
 def task_source_label(task_name: str, data: str = "") -> str:

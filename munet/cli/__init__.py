@@ -79,7 +79,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = args.func(args)
     except (Exception, KeyboardInterrupt) as err:  # noqa: BLE001  (classified, never silent)
-        return report_failure(err, debug, getattr(args, "state_dir", None))
+        out = getattr(args, "out", None)
+        return report_failure(
+            err, debug, getattr(args, "state_dir", None), out if isinstance(out, str) else None
+        )
     finally:
         warnings.showwarning = previous_showwarning
     return int(code or 0)

@@ -77,6 +77,7 @@ def _fail(message: object) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds `root`, `run`, `leaderboard` and `demo`."""
+    from munet.cli.options import add_split_options, add_tracking_options
     from munet.config import DEFAULT_DEMO_CYCLES, DEFAULT_DEMO_STATE_DIR, DEMO_MULTIPATH_TASKS
 
     root = subparsers.add_parser(
@@ -89,7 +90,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--root",
         default="random_init",
         choices=["random_init", "checkpoint"],
-        help="random_init, or checkpoint (needs --set checkpoint_path=FILE, an augreg .npz)",
+        help=(
+            "random_init, or checkpoint (needs --set checkpoint_path=PATH: an augreg .npz, a "
+            ".safetensors or .pth/.bin state dict, or a Hugging Face save_pretrained folder)"
+        ),
     )
     _add_common(root)
     _add_config(root)
@@ -116,9 +120,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "stored with the state, so later runs need no --data"
         ),
     )
+    run.add_argument(
+        "--skip-bad-files",
+        action="store_true",
+        help="folder: data: leave out image files that cannot be read (empty, corrupt) instead "
+        "of refusing the folder; they are named in a warning",
+    )
     _add_common(run)
     _add_config(run)
     _add_verbosity(run)
+    add_split_options(run)
+    add_tracking_options(run)
     run.set_defaults(func=_run)
 
     board = subparsers.add_parser(
@@ -157,6 +169,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     _add_config(demo)
     _add_verbosity(demo)
+    add_tracking_options(demo)
     demo.set_defaults(func=_demo)
 
 
@@ -179,6 +192,7 @@ def _root(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from munet.agents.runner import make_agent, resolve_config
     from munet.agents.task_data import bind_task_data
+    from munet.cli.options import split_rule_of, tracking_settings
     from munet.system import SystemStore, format_agent_id
 
     _setup_logging(args)
@@ -190,12 +204,20 @@ def _run(args: argparse.Namespace) -> int:
     # Every failure (bad config, locked agent, damaged state, full disk) is one line: main().
     store = SystemStore(args.state_dir)
     config = resolve_config(args.agent, args.overrides, store, args.task)
+    # --val-split/--test-split and --log-dir/--wandb (munet.cli.options).
+    split, tracking = split_rule_of(args), tracking_settings(args)
     config = bind_task_data(
-        config, args.task, store, args.data, format_agent_id(args.agent, args.task)
+        config, args.task, store, args.data, format_agent_id(args.agent, args.task), split
     )
     # -q: one line per cycle (with the time left), else every path of every generation.
     agent = make_agent(
-        config, args.task, store, progress=args.progress, detail="cycle" if args.quiet else "full"
+        config,
+        args.task,
+        store,
+        progress=args.progress,
+        detail="cycle" if args.quiet else "full",
+        tracker=tracking,
+        skip_bad_files=args.skip_bad_files,
     )
     report = agent.run(args.cycles)
     best = report.best
@@ -224,6 +246,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
 
 def _demo(args: argparse.Namespace) -> int:
     from munet.agents.demo import run_demo
+    from munet.cli.options import tracking_settings
     from munet.config import DEMO_TASKS
 
     _setup_logging(args, default=logging.WARNING)
@@ -235,5 +258,6 @@ def _demo(args: argparse.Namespace) -> int:
         progress=args.progress,
         workers=args.workers,
         multipath_tasks=args.multipath_tasks,
+        tracking=tracking_settings(args),
     )
     return 0

@@ -1,13 +1,22 @@
-"""`munet checkpoint list|fetch`: the pretrained ViT checkpoints of the µNet presets."""
+"""`munet checkpoint list|fetch|inspect`: the pretrained ViT checkpoints of the µNet presets,
+and what munet reads from a checkpoint a user brings.
+
+`fetch` exits 9 when the checkpoint cannot be downloaded (no network, a server error, a
+corrupt download), naming the URL and where to put a copy made elsewhere; 2 for an unknown
+name.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+
+from munet.cli.errors import EXIT_OS_ERROR
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Adds `checkpoint list` and `checkpoint fetch NAME [--dest DIR]`."""
+    """Adds `checkpoint list`, `checkpoint fetch NAME [--dest DIR]`, `checkpoint inspect PATH`."""
     parser = subparsers.add_parser(
         "checkpoint", help="list or download the presets' pretrained ViT checkpoints"
     )
@@ -23,6 +32,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     fetch.add_argument("--dest", help="directory to put it in (default: the checkpoint cache)")
     fetch.add_argument("--timeout", type=float, default=30.0, help="network timeout, seconds")
     fetch.set_defaults(func=_fetch)
+
+    inspect = commands.add_parser(
+        "inspect",
+        help="what munet reads from a checkpoint file or Hugging Face folder",
+        description=(
+            "Print the detected layout, blocks, heads, the shapes a config.json states and "
+            "the tensors as munet names (with the file keys they come from). Formats: "
+            "docs/models.md#checkpoint-formats."
+        ),
+    )
+    inspect.add_argument("path", help=".npz, .safetensors, .pth/.pt/.bin, or a folder")
+    inspect.set_defaults(func=_inspect)
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
@@ -62,7 +83,37 @@ def _fetch(args: argparse.Namespace) -> int:
     try:
         path = fetch_checkpoint(args.name, args.dest, timeout_s=args.timeout)
     except CheckpointUnavailable as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        # No network, a server error or a corrupt download: not the user's input, not a bug.
+        print(f"munet: error: {error}", file=sys.stderr)
+        return EXIT_OS_ERROR
     print(path)
+    return 0
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from munet.models.checkpoints import read_checkpoint
+    from munet.models.checkpoints.common import MUNET_BLOCK
+
+    if not os.path.exists(args.path):
+        print(f"munet: error: no checkpoint file or folder at {args.path}", file=sys.stderr)
+        return 2
+    # A file munet cannot read is bad input (exit 2), reported by main() in one line.
+    raw = read_checkpoint(args.path)
+    print(f"layout: {raw.layout}")
+    print(f"encoder blocks: {raw.depth}")
+    print(f"attention heads: {raw.num_heads if raw.num_heads is not None else 'not stated'}")
+    for field, (where, value) in raw.declared.items():
+        print(f"stated: {field} {value} ({where})")
+    head = raw.tensors.get("head.weight")
+    print(f"head: {'none' if head is None else f'{head.shape[0]} classes'}")
+    # In model order; block 0 stands for every block (the others have the same shapes).
+    order = ("embedding", "cls", "posembed_input", "encoderblock_0", "encoder_norm", "head")
+    shown = [
+        name
+        for name in raw.tensors
+        if not ((match := MUNET_BLOCK.fullmatch(name)) and match.group(1) != "0")
+    ]
+    for name in sorted(shown, key=lambda name: (order.index(name.split(".")[0]), name)):
+        shape = str(tuple(raw.tensors[name].shape))
+        print(f"  {name:32} {shape:16} <- {raw.sources[name]}")
     return 0

@@ -9,6 +9,7 @@ says so, exit code 1, and the traceback with `--debug`.
 from __future__ import annotations
 
 import errno
+import os
 import sys
 import traceback
 
@@ -38,24 +39,60 @@ EXIT_CODES = {
 }
 
 
-def _os_error(err: OSError) -> tuple[int, str]:
-    where = f" ({err.filename})" if err.filename else ""
+def _inside(path: str, folder: str) -> bool:
+    """Whether `path` is `folder` or lies under it (local paths; URLs compare as text)."""
+    if "://" in folder:
+        return path.startswith(folder)
+    path, folder = os.path.abspath(path), os.path.abspath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _os_error(err: OSError, state_dir: str | None, out: str | None) -> tuple[int, str]:
+    filename = os.fsdecode(err.filename) if err.filename else ""
+    where = f" ({filename})" if filename else ""
+    # What the failed file belongs to: the state dir, else the --out target (the file or
+    # folder itself, or a temporary file beside it), else neither.
+    in_state = bool(state_dir and filename and _inside(filename, state_dir))
+    out_target = False
+    if out and filename and not in_state:
+        beside = out if "://" in out else os.path.dirname(os.path.abspath(out))
+        out_target = _inside(filename, beside)
     if err.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        if out_target:
+            return EXIT_DISK_FULL, (
+                f"no space left on the device{where} writing --out {out}: free some space or "
+                "choose another --out"
+            )
         return EXIT_DISK_FULL, (
             f"no space left on the device{where}; the last committed state is intact: free "
             "some space and rerun the same command to resume"
         )
     if err.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
         reason = "read-only file system" if err.errno == errno.EROFS else "permission denied"
-        return EXIT_NO_PERMISSION, (
-            f"{reason}{where}: munet needs to write the state dir; choose a writable "
-            "--state-dir or fix its permissions"
-        )
+        if out_target:
+            return EXIT_NO_PERMISSION, (
+                f"{reason}{where}: cannot write --out {out}; choose a writable --out or fix "
+                "its permissions"
+            )
+        if in_state or not filename:
+            return EXIT_NO_PERMISSION, (
+                f"{reason}{where}: munet needs to write the state dir; choose a writable "
+                "--state-dir or fix its permissions"
+            )
+        return EXIT_NO_PERMISSION, f"{reason}{where}: choose a writable path or fix its permissions"
     return EXIT_OS_ERROR, f"{err.strerror or err}{where}"
 
 
-def classify(err: BaseException, state_dir: str | None = None) -> tuple[int, str] | None:
-    """The exit code and the one-line message of an expected failure, or None for a bug."""
+def classify(
+    err: BaseException, state_dir: str | None = None, out: str | None = None
+) -> tuple[int, str] | None:
+    """The exit code and the one-line message of an expected failure, or None for a bug.
+
+    Args:
+        err: what went wrong.
+        state_dir: the command's state dir (an OS error inside it says so).
+        out: the command's `--out` target (an OS error writing it names it).
+    """
     from munet.system.errors import (
         AgentLockedError,
         CorruptStateError,
@@ -87,18 +124,20 @@ def classify(err: BaseException, state_dir: str | None = None) -> tuple[int, str
     if isinstance(err, SystemStateError):
         return EXIT_BAD_INPUT, str(err)
     if isinstance(err, OSError):
-        return _os_error(err)
+        return _os_error(err, state_dir, out)
     if isinstance(err, (ValueError, ImportError)):
         # ConfigError, AgentError, unknown tasks, missing optional dependencies.
         return EXIT_BAD_INPUT, str(err)
     return None
 
 
-def report_failure(err: BaseException, debug: bool, state_dir: str | None = None) -> int:
+def report_failure(
+    err: BaseException, debug: bool, state_dir: str | None = None, out: str | None = None
+) -> int:
     """Print one line about `err` (and its traceback with `debug`); return the exit code."""
     if debug:
         traceback.print_exception(err, file=sys.stderr)
-    known = classify(err, state_dir)
+    known = classify(err, state_dir, out)
     if known is None:
         hint = "" if debug else " (rerun with --debug for the traceback)"
         print(

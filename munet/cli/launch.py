@@ -17,6 +17,7 @@ import sys
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds `launch`."""
     from munet.cli.agents import _add_common, _add_config
+    from munet.cli.options import add_tracking_options
 
     parser = subparsers.add_parser(
         "launch",
@@ -96,6 +97,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="an overall bar of every agent's generations, with ETA, on stderr (default: when "
         "stderr is a terminal)",
     )
+    add_tracking_options(parser)
     parser.set_defaults(func=_launch)
 
 
@@ -111,6 +113,7 @@ def _launch(args: argparse.Namespace) -> int:
 def _launch_deferred(args: argparse.Namespace) -> int:
     from munet.agents.singlepath import AgentError
     from munet.cli.agents import _fail
+    from munet.cli.options import tracking_settings
     from munet.cluster import agent_specs, launch
     from munet.config import ConfigError
     from munet.interrupts import interruption_point
@@ -144,6 +147,7 @@ def _launch_deferred(args: argparse.Namespace) -> int:
             lease_ttl=args.lease_ttl,
             env_names=args.env,
             progress=args.progress,
+            tracking=tracking_settings(args),
         )
     except (ConfigError, AgentError, ValueError, ImportError) as err:
         return _fail(err)

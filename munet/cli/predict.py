@@ -2,8 +2,9 @@
 
     munet predict exports/flowers photos/ rose.jpg --top-k 3 --format csv
 
-Exit code 0 when every image was predicted, 1 when some could not be read (each is named on
-stderr and skipped), 2 on a usage error (no model folder, no images).
+Exit code 0 when every image was predicted; 2 on bad input: a usage error (no model folder,
+no images), or images that could not be read (the others are still predicted and printed;
+each unreadable file is named on stderr, then a count).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import csv
 import io
 import json
 import sys
+
+from munet.cli.errors import EXIT_BAD_INPUT
 
 FORMATS = ("table", "csv", "json")
 
@@ -96,10 +99,11 @@ def _predict(args: argparse.Namespace) -> int:
     print(format_predictions(predictions, args.format))
     if failures:
         print(
-            f"munet predict: {len(failures)} of {len(files)} images could not be read",
+            f"munet predict: error: {len(failures)} of {len(files)} images could not be read "
+            "(named above; the others are predicted)",
             file=sys.stderr,
         )
-        return 1
+        return EXIT_BAD_INPUT
     return 0
 
 

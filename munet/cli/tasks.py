@@ -111,9 +111,7 @@ def _binding(name: str, state_dir: str):
     """The data a state dir records for task `name`, or None."""
     import os
 
-    from munet.tasks import is_known_task_name
-
-    if ":" in name or is_known_task_name(name):
+    if ":" in name:
         return None
     if "://" not in state_dir and not os.path.isdir(state_dir):
         return None

@@ -37,6 +37,11 @@ FORWARDED_ENV = (
     "AWS_DEFAULT_REGION",
     "AWS_REGION",
     "MUNET_LEASE_TTL",
+    # W&B's settings (not its API key: forward that with --env WANDB_API_KEY when needed).
+    "WANDB_MODE",
+    "WANDB_DIR",
+    "WANDB_ENTITY",
+    "WANDB_BASE_URL",
 )
 
 
@@ -100,6 +105,7 @@ def _task_body(
     lease_tag: str,
     lease_ttl: float | None,
     stop_flag: Any,
+    tracking: Any = None,
 ) -> dict[str, Any]:
     """Runs inside a Ray worker: the agent, with its events sent to the driver's queue."""
     import ray
@@ -120,7 +126,7 @@ def _task_body(
             return False
 
     return run_agent(agent_class, task, state_dir, cycles, overrides, send, lease_tag, lease_ttl,
-                     should_stop)
+                     should_stop, tracking)
 
 
 def _listen_to_cancel() -> None:
@@ -210,6 +216,7 @@ def launch(
     on_event: Callable[[Event], None] | None = None,
     stop_timeout: float = 120.0,
     progress: bool | None = None,
+    tracking: Any = None,
 ) -> LaunchResult:
     """Run the agents as Ray tasks until each completed `cycles` cycles.
 
@@ -231,6 +238,8 @@ def launch(
         stop_timeout: seconds to wait for agents to stop after Ctrl-C before killing them.
         progress: an overall bar of every agent's generations, with ETA (None: in a terminal
             or a notebook).
+        tracking: a `munet.tracking.TrackingSettings`: every worker logs its agent (TensorBoard
+            under ``log_dir/<agent id>``, a path the workers' nodes must see; W&B), or None.
 
     Returns:
         The agents' summaries and failures, and the final leaderboard.
@@ -308,6 +317,7 @@ def launch(
                 launch_id,
                 lease_ttl,
                 stop_flag,
+                tracking,
             )
             pending[ref] = spec
 

@@ -34,6 +34,7 @@ def run_agent(
     lease_tag: str | None = None,
     lease_ttl: float | None = None,
     should_stop: Callable[[], bool] | None = None,
+    tracking: Any = None,
 ) -> dict[str, Any]:
     """Run (or resume) one agent until it completed `cycles` cycles.
 
@@ -48,6 +49,8 @@ def run_agent(
         lease_ttl: the lease ttl (seconds; fsspec stores).
         should_stop: asked before the agent starts and after each of its commits; True stops
             the agent there (`AgentStopped`).
+        tracking: a `munet.tracking.TrackingSettings` (TensorBoard under its log dir, one
+            subdir per agent; W&B), or None.
 
     Returns:
         A summary: agent id, cycles, best path and its qualities, seconds, host and pid.
@@ -72,7 +75,7 @@ def run_agent(
     store = ReportingStore(state_dir, send_then_check, lease_tag=lease_tag, lease_ttl=lease_ttl)
     config = resolve_config(agent_class, overrides, store, task)
     # The agent's own summaries are not needed: the store reports each commit.
-    agent = make_agent(config, task, store, quiet=True)
+    agent = make_agent(config, task, store, quiet=True, tracker=tracking)
     latest = store.latest_state(agent.agent_id)
     per_cycle = agent.num_generations
     store.event_fields = {"cycles_total": cycles, "generations_per_cycle": per_cycle}

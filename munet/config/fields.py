@@ -48,7 +48,8 @@ class AgentConfig:
             comes from (the file ``{augreg_checkpoint}.npz`` of munet.models' checkpoint
             registry, `munet checkpoint fetch NAME`); informative, the file is read from
             ``checkpoint_path``.
-        checkpoint_path: local checkpoint file (augreg .npz or safetensors) used by
+        checkpoint_path: local checkpoint (augreg .npz, a .safetensors or .pth/.bin state
+            dict, or a Hugging Face save_pretrained folder; docs/models.md) used by
             ``root_model/checkpoint`` and for position embeddings of new image sizes; empty
             means none (position embeddings are then resized from the root path's).
         batch_size: train and validation batch size.
@@ -82,7 +83,9 @@ class AgentConfig:
             folder:/data/flowers``), stored with every state so a rerun, a resume or another
             reader of the state dir needs no ``--data``; empty for munet's own task names.
         data_split: the split rule of ``data`` (``"default"``: the seed's 5% slices of train
-            for the splits the data lacks; see ``munet.tasks.SPLIT_RULES``).
+            for the splits the data lacks; ``"validation=X,test=Y"``: a stratified split of the
+            train pool, X and Y fractions or counts, from ``--val-split``/``--test-split``; see
+            munet.tasks.splits).
         singlepath_agent: empty for a singlepath agent; for a multipath agent, the singlepath
             agent class whose paths it combines (``VitT3`` for ``MultiVitT3``).
         path_output_cache_mb: multipath agents on CPU: memory (MB) for reusing the frozen

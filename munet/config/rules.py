@@ -128,13 +128,27 @@ FIELD_RULES: dict[str, Rule] = {
     "num_threads": Rule("an int >= 0 (0: the usable cores)", lambda v: _is_int(v) and v >= 0),
     "precision": Rule("one of 'fp32', 'bf16', 'auto'", lambda v: v in _precisions()),
     "data": Rule("a data source string ('' for munet's own tasks)", lambda v: isinstance(v, str)),
-    "data_split": Rule("a split rule name ('' for the default)", lambda v: isinstance(v, str)),
+    "data_split": Rule(
+        "'' or 'default' (the seed's rule), or 'validation=X,test=Y' with X, Y a fraction in "
+        "(0, 1) or a count (either part may be left out)",
+        lambda v: isinstance(v, str) and _is_split_rule(v),
+    ),
     "path_output_cache_mb": Rule("an int >= 0 (MB)", lambda v: _is_int(v) and v >= 0),
     "singlepath_agent": Rule(
         "'' (a singlepath agent) or the agent class whose paths a multipath agent combines",
         lambda v: v == "" or (isinstance(v, str) and bool(_CLASS_NAME.match(v))),
     ),
 }
+
+def _is_split_rule(rule: str) -> bool:
+    from munet.tasks.splits import parse_split_rule
+
+    try:
+        parse_split_rule(rule)
+    except ValueError:
+        return False
+    return True
+
 
 # Known hyperparameters (their defaults and every value of their mutation ranges).
 HPARAM_RULES: dict[str, Rule] = {

@@ -43,8 +43,9 @@ Export (munet.models.export, munet.models.predict): standalone model folders
     metrics=); load_exported(dir) -> (nn.Module, Preprocessing); ExportError;
     collect_images(inputs), predict_files(model, preprocess, files, top_k=, ...)
 
-Checkpoints (munet.models.checkpoints, munet.models.posembed, munet.models.registry)
-    load_checkpoint(path, arch, image_size) -> Components   (.npz any layout, .safetensors)
+Checkpoints (munet.models.checkpoints: a module per format; .posembed, .registry)
+    load_checkpoint(path, arch, image_size) -> Components   (.npz any layout; timm, Hugging
+        Face or munet state dicts in .safetensors/.pth/.bin; Hugging Face save_pretrained folders)
     read_checkpoint(path, max_layers=None) -> RawCheckpoint;  CheckpointError
     resize_posembed(pos_embedding, new_grid, num_prefix_tokens=1)
     save_npz(path, components, arch, prefix=, big_vision_names=, scanned=)

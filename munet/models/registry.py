@@ -147,10 +147,13 @@ def fetch_checkpoint(name: str, dest: str | Path | None = None, timeout_s: float
                 shutil.copyfileobj(response, out, length=1 << 20)
     except (urllib.error.URLError, OSError) as error:
         partial.unlink(missing_ok=True)
+        if isinstance(error, urllib.error.HTTPError):
+            what = f"the server answered HTTP {error.code} ({error.reason})"
+        else:
+            what = f"no network ({getattr(error, 'reason', error)}); this machine looks offline"
         raise CheckpointUnavailable(
-            f"cannot download checkpoint {name!r} ({spec.filename}) from {spec.url}: "
-            f"{getattr(error, 'reason', error)}. This machine looks offline: download the "
-            f"file elsewhere and put it at {target}"
+            f"cannot download checkpoint {name!r} ({spec.filename}) from {spec.url}: {what}. "
+            f"Download the file elsewhere and put it at {target}"
         ) from error
     try:
         read_checkpoint(partial)

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from munet.lifeline import die_with_parent
+
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 
 
@@ -174,7 +176,11 @@ def open_page(
     to_browser_r, to_browser_w = os.pipe()
     from_browser_r, from_browser_w = os.pipe()
 
+    parent_pid = os.getpid()
+
     def place_fds() -> None:  # In the child: the pipe ends at fds 3 and 4.
+        # The browser dies with munet (a killed `munet report --png` leaves no Chromium).
+        die_with_parent(parent_pid, watchdog=False)
         high_r, high_w = os.dup(to_browser_r), os.dup(from_browser_w)
         os.dup2(high_r, 3)
         os.dup2(high_w, 4)

@@ -56,3 +56,48 @@ def rows_to_csv(rows: Iterable[dict[str, Any]]) -> str:
 def csv_to_rows(text: str) -> list[dict[str, str]]:
     """Rows of a history CSV as strings (empty cells stay empty strings)."""
     return list(csv.DictReader(io.StringIO(text)))
+
+
+def check_history_rows(text: str, agent_id: str, next_path_id: int | None = None) -> int:
+    """Checks the text of a history CSV as a state holds it; returns its row count.
+
+    Args:
+        text: the CSV text.
+        agent_id: the agent whose state holds it (every row is one of its paths).
+        next_path_id: the state's next path id (every row's id is below it), if known.
+
+    Raises:
+        ValueError: naming the line and what is wrong (a missing fixed column, a row with
+            too many or too few cells, another agent's row, a path id that is no integer).
+    """
+    try:
+        reader = csv.DictReader(io.StringIO(text))
+        header = reader.fieldnames or []
+        missing = [c for c in FIXED_COLUMNS if c not in header]
+        if missing:
+            raise ValueError(f"header lacks the columns {', '.join(missing)}")
+        count = 0
+        for row in reader:
+            count += 1
+            line = reader.line_num
+            if None in row or None in row.values():
+                more = "more" if None in row else "fewer"
+                raise ValueError(f"line {line} has {more} cells than the header's {len(header)}")
+            if row["agent_id"] != agent_id:
+                raise ValueError(f"line {line} is a path of {row['agent_id']!r}, not {agent_id!r}")
+            try:
+                path_id, parent_id = int(row["id"]), int(row["parent_id"])
+            except ValueError:
+                raise ValueError(
+                    f"line {line}: id {row['id']!r} / parent_id {row['parent_id']!r} are no "
+                    "integers"
+                ) from None
+            if path_id < 0 or parent_id < -1:
+                raise ValueError(f"line {line}: id {path_id} / parent_id {parent_id} < 0")
+            if next_path_id is not None and path_id >= next_path_id:
+                raise ValueError(
+                    f"line {line}: path id {path_id} was never given out (next id {next_path_id})"
+                )
+    except csv.Error as error:
+        raise ValueError(f"not parseable as CSV ({error})") from None
+    return count

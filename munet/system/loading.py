@@ -18,7 +18,6 @@ from munet.system.fs import StateFS
 from munet.system.history import csv_to_rows
 from munet.system.integrity import check_components, check_manifest, check_verify_level
 from munet.system.manifest import (
-    HISTORY,
     MANIFEST,
     ManifestMissingError,
     StateRef,
@@ -273,7 +272,7 @@ class StateReading:
                     text = self.fs.read_bytes(history).decode()
                 except (FileNotFoundError, UnicodeDecodeError) as e:
                     raise CorruptStateError(
-                        f"state {own[0].relative_dir}: unreadable {HISTORY} ({e})"
+                        f"state {own[0].relative_dir}: unreadable {history_name} ({e})"
                     ) from None
                 population.history = list(csv_to_rows(text))
         assemble_paths(population, manifests, self.lazy_component)

@@ -30,6 +30,7 @@ Layout (one folder per agent, one folder per committed state):
 
 from __future__ import annotations
 
+import csv
 import os
 import threading
 from collections.abc import Iterable
@@ -168,7 +169,12 @@ class SystemStore(StateReading, StateWriting):
             # On object stores each save names its history file (recorded in its manifest).
             name = HISTORY if self.fs.atomic_rename else self.history_file(s)
             path = self.fs.join(self.agent_dir(agent_id), s.name, name)
-            rows.extend(csv_to_rows(self.fs.read_bytes(path).decode()))
+            try:
+                rows.extend(csv_to_rows(self.fs.read_bytes(path).decode()))
+            except (FileNotFoundError, UnicodeDecodeError, csv.Error) as error:
+                raise CorruptStateError(
+                    f"state {s.relative_dir}: unreadable {name} ({error})"
+                ) from None
         return rows
 
     def history_file(self, state: StateRef) -> str:

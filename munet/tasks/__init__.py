@@ -22,8 +22,10 @@ Public API (stable; the agents build on it):
   - `get_ds(mode, hparams)`: the seed's entry point ("train" and "validation" endless).
 - Named tasks: `get_task("flowers", data="folder:/data/flowers")` keeps the name and reads the
   source; `canonical_data_spec(spec)` (absolute paths, the form stored with agent states),
-  `check_task_name_for_data(name)`, `is_known_task_name(name)`. Splits the data lacks follow
-  a split rule: `DEFAULT_SPLIT_RULE` ("default", the seed's 5% slices of train), `SPLIT_RULES`.
+  `check_task_name_for_data(name)`, `is_known_task_name(name)`. Splits follow a split rule
+  (`get_task(..., split_rule=...)`): `DEFAULT_SPLIT_RULE` ("default", the seed's 5% slices of
+  train for the splits the data lacks), or a stratified split of the train pool,
+  `split_rule(validation=0.1, test=500)` -> "validation=0.1,test=500" (munet.tasks.splits).
 - `Batch(images, labels)`: `images` is float32 (B, 3, S, S) in [-1, 1] when
   `hparams["ds_image_size"]` is an int, or a dict {S: (B, 3, S, S)} with int keys, one per
   size, when it is a list (multipath models); `labels` is int64 (B,). `batch.to(device)`,
@@ -64,6 +66,7 @@ from munet.tasks.sources.base import (
     SplitArrays,
     check_split_rule,
 )
+from munet.tasks.splits import split_rule
 from munet.tasks.task import Task, TaskSizing, compute_sizing
 
 list_task_names = known_task_names
@@ -93,4 +96,5 @@ __all__ = [
     "preprocess",
     "register_task",
     "registered_tasks",
+    "split_rule",
 ]

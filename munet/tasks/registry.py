@@ -176,16 +176,24 @@ def check_task_name_for_data(name: str) -> str:
     return name
 
 
-_SOURCE_CACHE: dict[tuple[str, str | None], Source] = {}
+_SOURCE_CACHE: dict[tuple[str, str | None, bool], Source] = {}
 _TASK_CACHE: dict[tuple, Task] = {}
 
 
-def load_source(name: str, *, data_dir: str | Path | None = None) -> Source:
+def load_source(
+    name: str, *, data_dir: str | Path | None = None, skip_bad_files: bool = False
+) -> Source:
     """Resolves a task name to its `Source` (see the module docstring for the order).
+
+    The source's data is checked before it is returned (every file of a `folder:` source
+    decodes, pixel values are finite, labels fit the class count), so bad data is refused
+    before any work.
 
     Args:
         name: a task name.
         data_dir: the TensorFlow Datasets data_dir (or Hugging Face cache dir) for those sources.
+        skip_bad_files: a `folder:` source leaves out files that cannot be read (with a
+            warning) instead of refusing the folder.
 
     Raises:
         ValueError: an unknown name (with close matches) or an unknown scheme.
@@ -193,15 +201,15 @@ def load_source(name: str, *, data_dir: str | Path | None = None) -> Source:
     """
     if name in _REGISTRY:
         return _REGISTRY[name].load()
-    key = (name, None if data_dir is None else str(data_dir))
+    key = (name, None if data_dir is None else str(data_dir), skip_bad_files)
     if key not in _SOURCE_CACHE:
         # Cached: a source keeps what it decoded, and scanning a tree or reading arrays once
         # per process is enough.
-        _SOURCE_CACHE[key] = _load_uncached(name, data_dir)
+        _SOURCE_CACHE[key] = _load_uncached(name, data_dir, skip_bad_files)
     return _SOURCE_CACHE[key]
 
 
-def _load_uncached(name: str, data_dir: str | Path | None) -> Source:
+def _load_uncached(name: str, data_dir: str | Path | None, skip_bad_files: bool) -> Source:
     scheme, sep, location = name.partition(":")
     if sep and scheme in SCHEMES:
         if not location:
@@ -209,7 +217,7 @@ def _load_uncached(name: str, data_dir: str | Path | None) -> Source:
         if scheme == "folder":
             from munet.tasks.sources.imagefolder import load_image_folder
 
-            return load_image_folder(location)
+            return load_image_folder(location, skip_bad_files=skip_bad_files)
         if scheme == "npz":
             from munet.tasks.sources.npz import load_npz
 
@@ -243,6 +251,7 @@ def get_task(
     cache: bool = True,
     data: str | None = None,
     split_rule: str | None = None,
+    skip_bad_files: bool = False,
 ) -> Task:
     """Builds the task `name` with the seed's sizing.
 
@@ -260,17 +269,26 @@ def get_task(
             streams carry over. False builds a fresh one (its data still come from the cache).
         data: the source spec a named task reads (`folder:ROOT`, `npz:FILE`, `hf:DIR`,
             `tfds:NAME` or another task's name); None: `name` itself is the source.
-        split_rule: how splits the data lacks are made (`"default"`, the seed's rule, which
-            is the only one and also what None means).
+        split_rule: how the splits are made: `"default"` (also what None means), the seed's
+            rule for the splits the data lacks; or `"validation=X,test=Y"` (either part may be
+            left out), a stratified split of the train pool with X, Y a fraction in (0, 1) or
+            a count (see munet.tasks.splits; `split_rule(validation=0.1)` writes one).
+        skip_bad_files: a `folder:` source leaves out image files that cannot be read (empty,
+            corrupt), with one warning, instead of refusing the folder.
 
     Returns:
         The `Task`.
 
     Raises:
         ValueError: an unknown name, an empty split, a label out of range, fewer than 2
-            classes, a non-positive sizing value, or an unknown split rule.
+            classes, a non-positive sizing value, an unknown split rule, split sizes the
+            data cannot meet (larger than the data, a class too small to stratify), or bad data
+            (files that cannot be read, NaN pixels: see munet.tasks.sources).
     """
+    from munet.tasks.splits import apply_split_rule, canonical_split_rule
+
     check_split_rule(split_rule or DEFAULT_SPLIT_RULE)
+    split_rule = canonical_split_rule(split_rule)
     if data is not None and data != name:
         check_task_name_for_data(name)
     key = (
@@ -281,10 +299,15 @@ def get_task(
         num_validation_examples_max,
         seed,
         None if data_dir is None else str(data_dir),
+        split_rule,
+        skip_bad_files,
     )
     if cache and key in _TASK_CACHE:
         return _TASK_CACHE[key]
-    source = load_source(name if data is None else data, data_dir=data_dir)
+    source = load_source(
+        name if data is None else data, data_dir=data_dir, skip_bad_files=skip_bad_files
+    )
+    source = apply_split_rule(source, split_rule)
     task = Task(
         name,
         source,

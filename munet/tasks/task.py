@@ -13,7 +13,7 @@ import torch
 
 from munet.tasks.augment import AugmentConfig, preprocess
 from munet.tasks.batch import Batch
-from munet.tasks.sources.base import SPLITS, Source
+from munet.tasks.sources.base import MAX_NUM_CLASSES, SPLITS, Source
 
 # Intra-op threads for preprocessing; None follows the caller's `torch.set_num_threads`.
 # Measured on an idle 2-core machine (benchmarks/data_throughput.py, batch 512, 32 px): the
@@ -145,6 +145,11 @@ class Task:
         self.class_names = source.class_names
         if self.num_classes < 2:
             raise ValueError(f"task {name!r} has {self.num_classes} class(es); need at least 2")
+        if self.num_classes > MAX_NUM_CLASSES:
+            raise ValueError(
+                f"task {name!r} has {self.num_classes} classes; at most {MAX_NUM_CLASSES} "
+                "(a label is an index into the classifier head)"
+            )
         for split in SPLITS:
             labels = source.labels(split)
             if labels.numel() == 0:

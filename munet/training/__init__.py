@@ -9,7 +9,8 @@ Public API:
   -> PathOptimizer` (SGD momentum/Nesterov, clipping at global norm 1); `PathOptimizer`,
   `clip_grad_global_norm_`.
 - `train_candidates(candidates, train_batches, validation_batches, steps_between_validations,
-  num_validations, progress=None, on_validation=None) -> TrainStats`; `TrainCandidate`,
+  num_validations, progress=None, on_validation=None) -> TrainStats`; `TrainCandidate` (after
+  training: `evals`, `eval_steps`, `train_losses` aligned per validation, `improved`, ...),
   `TrainStats`, `evaluate_accuracy(model, batches, device, precision="fp32")`,
   `rebatch(batches, size)`, `to_device(images, device)`.
 - Precision (`munet.training.precision`): `PRECISIONS`, `resolve_precision(precision, device)`,

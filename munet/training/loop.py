@@ -57,6 +57,10 @@ class TrainCandidate:
         precision: ``fp32``, ``bf16`` or ``auto`` (resolved for ``device``) for the forward
             passes of training and validation.
         evals: validation accuracies, one per validation.
+        eval_steps: the train step (1-based count of this training's steps) of each validation,
+            aligned with ``evals``.
+        train_losses: the mean training loss over the steps since the previous validation,
+            aligned with ``evals`` (NaN or inf when a step's loss was not finite).
         best_quality / best_score: of the best validation that beat the threshold.
         improved: some validation beat the threshold and the parameters are that snapshot.
         failure: why training was stopped (non-finite loss), else None.
@@ -71,12 +75,17 @@ class TrainCandidate:
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
     precision: str = "fp32"
     evals: list[float] = field(default_factory=list)
+    eval_steps: list[int] = field(default_factory=list)
+    train_losses: list[float] = field(default_factory=list)
     best_quality: float | None = None
     best_score: float | None = None
     improved: bool = False
     failure: str | None = None
     _snapshot: list[torch.Tensor] | None = None
     _bad: torch.Tensor | None = None
+    # Loss sum since the last validation, kept on the device (read only at validation time).
+    _loss_sum: torch.Tensor | None = None
+    _loss_steps: int = 0
 
     def __post_init__(self) -> None:
         check_precision(self.precision)
@@ -133,6 +142,11 @@ def _train_step(candidate: TrainCandidate, images: Images, labels: torch.Tensor)
     # Accumulate on device: no synchronisation per step.
     bad = ~torch.isfinite(loss.detach()) | ~torch.isfinite(norm)
     candidate._bad = bad if candidate._bad is None else candidate._bad | bad
+    loss_value = loss.detach()
+    candidate._loss_sum = (
+        loss_value if candidate._loss_sum is None else candidate._loss_sum + loss_value
+    )
+    candidate._loss_steps += 1
 
 
 @torch.no_grad()
@@ -212,11 +226,24 @@ def _cat_images(parts: Sequence[Images]) -> Images:
     return {size: torch.cat([part[size] for part in parts]) for size in parts[0]}
 
 
+def _record_train_loss(candidate: TrainCandidate, step: int) -> None:
+    """Appends the validation's train step and the mean loss since the previous validation
+    (the one device-to-host copy of the losses per validation)."""
+    candidate.eval_steps.append(step)
+    if candidate._loss_sum is None or candidate._loss_steps == 0:
+        candidate.train_losses.append(float("nan"))
+    else:
+        candidate.train_losses.append(float(candidate._loss_sum) / candidate._loss_steps)
+    candidate._loss_sum = None
+    candidate._loss_steps = 0
+
+
 def _validate(
-    candidate: TrainCandidate, batches: Sequence[tuple[torch.Tensor, torch.Tensor]]
+    candidate: TrainCandidate, batches: Sequence[tuple[torch.Tensor, torch.Tensor]], step: int
 ) -> None:
     if candidate.failure is not None:
         return
+    _record_train_loss(candidate, step)
     if candidate._bad is not None and bool(candidate._bad):
         candidate.failure = "non-finite loss or gradient"
         candidate.evals.append(float("nan"))
@@ -248,6 +275,8 @@ def _restore_best(candidate: TrainCandidate) -> None:
         candidate.improved = True
     candidate._snapshot = None
     candidate._bad = None
+    candidate._loss_sum = None
+    candidate._loss_steps = 0
 
 
 def train_candidates(
@@ -272,7 +301,8 @@ def train_candidates(
         on_validation: called after each validation with its index (1-based).
 
     Returns:
-        Timings. Results are written into the candidates (``evals``, ``improved``, ...).
+        Timings. Results are written into the candidates (``evals``, ``eval_steps``,
+        ``train_losses``, ``improved``, ...).
 
     Raises:
         ValueError: non-positive step counts, or the train iterator ends early.
@@ -320,7 +350,7 @@ def train_candidates(
             bar.update(1)
             if (step + 1) % steps_between_validations == 0:
                 eval_start = time.perf_counter()
-                for_each(lambda c: _validate(c, validation_batches))
+                for_each(lambda c, s=step + 1: _validate(c, validation_batches, s))
                 stats.eval += time.perf_counter() - eval_start
                 bar.set_postfix_str(
                     " ".join(f"{c.evals[-1]:.3f}" if c.evals else "-" for c in candidates)

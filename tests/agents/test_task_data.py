@@ -57,3 +57,71 @@ def test_source_labels():
     assert task_source_label("cifar100") == "tfds"
     assert task_source_label("root_model/random_init") == "-"
     assert task_source_label("flowers", "folder:/x") == "folder:/x"
+
+
+def test_a_split_is_stored_with_the_binding_reused_and_a_different_one_refused(
+    tmp_path, tiny_config, capsys
+):
+    from munet.tasks import get_task
+
+    npz = tmp_path / "data.npz"
+    rng = np.random.default_rng(0)
+    np.savez(npz, x=rng.integers(0, 256, (80, 8, 8), dtype=np.uint8), y=np.arange(80) % 2)
+    state = tmp_path / "state"
+    assert main(["root", "--agent", "VitCpu", "-d", str(state), *SETS, "-q"]) == 0
+    assert main(["run", "--agent", "VitCpu", "--task", "pairs", "--data", f"npz:{npz}",
+                 "--val-split", "0.25", "--test-split", "8", "--cycles", "1", "-d", str(state),
+                 *SETS, "-q"]) == 0  # fmt: skip
+    store = SystemStore(state)
+    (binding,) = task_bindings(store, "pairs")
+    assert binding.split_rule == "validation=0.25,test=8"
+    # Another agent class or a rerun without flags adopts the recorded split.
+    config = bind_task_data(tiny_config, "pairs", store)
+    assert config.data_split == "validation=0.25,test=8"
+    task = get_task("pairs", data=config.data, split_rule=config.data_split, batch_size=8)
+    assert (task.num_train_examples, task.num_test_examples) == (52, 8)
+    assert task.sizing.num_validation_examples_total == 20
+    capsys.readouterr()
+    assert main(["tasks", "show", "pairs", "-d", str(state)]) == 0
+    shown = capsys.readouterr().out
+    assert "split rule validation=0.25,test=8" in shown
+    assert "stratified split of the train pool: test 8, validation 0.25" in shown
+    # Sized as the agent on the task is (2 validation batches of 8: 16 of the 20 used).
+    assert "train 52, validation 20 (used 16), test 8" in shown
+    # The same split asked again is fine; a different one is refused, showing both.
+    same = bind_task_data(tiny_config, "pairs", store, split="test=8,validation=0.25")
+    assert same.data_split == "validation=0.25,test=8"
+    capsys.readouterr()
+    assert main(["run", "--agent", "VitCpu", "--task", "pairs", "--val-split", "0.3",
+                 "--cycles", "1", "-d", str(state), *SETS, "-q"]) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert "split rule validation=0.25,test=8" in err and "asked for is validation=0.3" in err
+    # A bad size is one line naming the flag, exit 2.
+    assert main(["run", "--agent", "VitCpu", "--task", "pairs", "--test-split", "1.5",
+                 "--cycles", "1", "-d", str(state), *SETS, "-q"]) == 2  # fmt: skip
+    assert "--test-split 1.5: a fraction must be in (0, 1)" in capsys.readouterr().err
+
+
+def test_a_split_of_munets_own_task_binds_the_task_to_itself(tmp_path, tiny_config):
+    store = SystemStore(tmp_path / "state")
+    config = bind_task_data(tiny_config, "digits", store, split="validation=0.1")
+    assert (config.data, config.data_split) == ("digits", "validation=0.1")
+    with pytest.raises(ConfigError, match="split rule .* for task 'flowers' needs its data"):
+        bind_task_data(tiny_config, "flowers", store, split="validation=0.1")
+
+
+def test_the_python_api_takes_a_split_rule_in_the_config(tmp_path, tiny_config):
+    import munet
+    from munet.agents.runner import make_agent
+
+    npz = tmp_path / "data.npz"
+    rng = np.random.default_rng(0)
+    np.savez(npz, x=rng.integers(0, 256, (80, 8, 8), dtype=np.uint8), y=np.arange(80) % 2)
+    config = munet.apply_overrides(
+        tiny_config, [f"data=npz:{npz}", f"data_split={munet.split_rule(test=0.1)}"]
+    )
+    agent = make_agent(config, "pairs", tmp_path / "state")
+    assert agent.task.num_test_examples == 8  # ceil(0.1 * 80), stratified
+    assert agent.task.source.labels("test").tolist().count(0) == 4
+    with pytest.raises(ConfigError, match="data_split='test=80.5'"):
+        munet.apply_overrides(tiny_config, ["data_split=test=80.5"])

@@ -14,6 +14,7 @@ import torch
 
 from munet.system import AgentLockedError, LeaseLostError, Population, SystemStore
 from munet.system.fs import FsspecFS
+from munet.system.integrity import find_damaged
 from tests.cluster.delay_proxy import DelayProxy
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -110,5 +111,6 @@ def test_a_writer_delayed_past_its_lease_commits_nothing_after_the_takeover(
     assert manifest["writer"] == token_b and manifest["config"] == {"by": "B"}
     for state in states:  # whole and checksummed: A's late files changed none of B's
         assert reader.verify_state(state) == 1
+    assert find_damaged(reader) == []  # `munet doctor`: history and population files too
     resumed = reader.load(AGENT)  # reads B's history file (each save names its own)
     assert (resumed.generation, resumed.config) == (2, {"by": "B"})

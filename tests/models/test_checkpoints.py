@@ -1,3 +1,5 @@
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -101,6 +103,23 @@ def test_pre_logits_layer_and_its_head_are_dropped(tmp_path, tiny_components):
 def test_safetensors_round_trip(tmp_path, tiny_components, naming):
     path = tmp_path / "ckpt.safetensors"
     save_safetensors(path, tiny_components, naming=naming)
+    loaded = load_checkpoint(path, TINY, TINY_IMAGE)
+    assert torch.equal(_logits(loaded), _logits(tiny_components))
+
+
+@pytest.mark.parametrize("naming", ["timm", "munet"])
+@pytest.mark.parametrize("suffix", [".pth", ".bin"])
+def test_torch_saved_state_dict_round_trip(tmp_path, tiny_components, naming, suffix):
+    from safetensors.torch import load_file
+
+    # The same state dict as the safetensors writer's, torch.save'd (what timm's
+    # `torch.save(model.state_dict())` writes).
+    save_safetensors(tmp_path / "ckpt.safetensors", tiny_components, naming=naming)
+    path = tmp_path / f"ckpt{suffix}"
+    torch.save(load_file(str(tmp_path / "ckpt.safetensors")), path)
+    raw = read_checkpoint(path, max_layers=1)
+    assert raw.layout == f"torch({naming})" and raw.depth == 2
+    assert "encoderblock_1.norm1.weight" not in raw.tensors
     loaded = load_checkpoint(path, TINY, TINY_IMAGE)
     assert torch.equal(_logits(loaded), _logits(tiny_components))
 
@@ -251,9 +270,9 @@ def test_unknown_layout_and_unknown_keys_are_errors(tmp_path, tiny_components):
     save_safetensors(state, {"foo": {"bar": torch.zeros(2)}})
     with pytest.raises(CheckpointError, match="unknown state-dict layout"):
         load_checkpoint(state, TINY, TINY_IMAGE)
-    with pytest.raises(CheckpointError, match="unknown checkpoint extension '.pt'"):
-        (tmp_path / "model.pt").write_bytes(b"x")
-        load_checkpoint(tmp_path / "model.pt", TINY, TINY_IMAGE)
+    with pytest.raises(CheckpointError, match="unknown checkpoint extension '.h5'"):
+        (tmp_path / "model.h5").write_bytes(b"x")
+        load_checkpoint(tmp_path / "model.h5", TINY, TINY_IMAGE)
     with pytest.raises(FileNotFoundError, match="nope.npz"):
         load_checkpoint(tmp_path / "nope.npz", TINY, TINY_IMAGE)
 
@@ -272,6 +291,12 @@ def test_pickled_or_truncated_npz_is_refused(tmp_path, tiny_components):
     truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     with pytest.raises(CheckpointError, match="not a readable .npz"):
         read_checkpoint(truncated)
+    # A file of another kind is named for what it is, with no pickle hint (issue 25).
+    text = tmp_path / "text.npz"
+    text.write_text("<html>not found</html>")
+    with pytest.raises(CheckpointError, match="it is a text file \\(it starts '<html>not") as e:
+        read_checkpoint(text)
+    assert "allow_pickle" not in str(e.value) and "pickled (object)" not in str(e.value)
 
 
 def test_loaded_tensors_are_fresh_frozen_cpu_float32(tmp_path):
@@ -313,3 +338,27 @@ def test_full_size_ti16_checkpoint_as_the_vitt3_root(tmp_path):
     expected = flax_reference_logits(arrays, images)
     got = AssembledVit(capped, 32, loaded)(images).detach().double().numpy()
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_munet_export_folder_of_a_singlepath_path(tmp_path, tiny_components):
+    from munet.models import merge_components
+    from munet.models.export import CONFIG_FILE, Preprocessing, save_exported
+
+    node = {"type": "vit", "arch": TINY.to_dict(), "image_size": TINY_IMAGE}
+    folder = save_exported(
+        tmp_path / "export",
+        node,
+        merge_components(tiny_components),
+        preprocessing=Preprocessing(TINY_IMAGE, (TINY_IMAGE, TINY_IMAGE)),
+        class_names=list("abcde"),
+        provenance={"agent_id": "VitCpu~t", "path_id": 1, "task_name": "t"},
+        metrics={},
+    )
+    assert read_checkpoint(folder).layout == "munet export"
+    loaded = load_checkpoint(folder, TINY, TINY_IMAGE)
+    assert torch.equal(_logits(loaded), _logits(tiny_components))
+    config = json.loads((folder / CONFIG_FILE).read_text())
+    config["model"]["type"] = "multipath"
+    (folder / CONFIG_FILE).write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="a munet export of a 'multipath' model"):
+        read_checkpoint(folder)

@@ -48,7 +48,7 @@ def test_fetch_offline_fails_at_once_naming_file_and_place(tmp_path, monkeypatch
     filename = checkpoint_spec("VitB").filename
     with pytest.raises(CheckpointUnavailable, match=f"put it at {tmp_path / filename}"):
         fetch_checkpoint("VitB", tmp_path, timeout_s=5)
-    assert main(["checkpoint", "fetch", "VitB", "--dest", str(tmp_path)]) == 1
+    assert main(["checkpoint", "fetch", "VitB", "--dest", str(tmp_path)]) == 9
     err = capsys.readouterr().err
     assert filename in err and str(tmp_path) in err
     assert list(tmp_path.iterdir()) == []  # no partial file left

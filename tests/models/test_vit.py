@@ -132,15 +132,18 @@ def test_register_custom_size(monkeypatch):
 def test_patch_embedding_matmul_equals_the_strided_convolution(patch, image_size):
     from munet.models.vit import embed_patches
 
+    # float64: the two sum 3 * patch**2 products in different orders, and in float32 that
+    # rounding alone (about 2e-5 at patch 16, depending on the kernels chosen) can exceed 1e-5.
     generator = torch.Generator().manual_seed(0)
-    images = torch.randn(3, 3, image_size, image_size, generator=generator)
-    weight = torch.randn(8, 3, patch, patch, generator=generator, requires_grad=True)
-    bias = torch.randn(8, generator=generator, requires_grad=True)
+    f64 = {"generator": generator, "dtype": torch.float64}
+    images = torch.randn(3, 3, image_size, image_size, **f64)
+    weight = torch.randn(8, 3, patch, patch, **f64, requires_grad=True)
+    bias = torch.randn(8, **f64, requires_grad=True)
     ours = embed_patches(images, weight, bias)
     conv = torch.nn.functional.conv2d(images, weight, bias, stride=patch).flatten(2).transpose(1, 2)
-    torch.testing.assert_close(ours, conv, atol=1e-5, rtol=1e-5)
-    upstream = torch.randn(ours.shape, generator=generator)
+    torch.testing.assert_close(ours, conv, atol=1e-10, rtol=1e-10)
+    upstream = torch.randn(ours.shape, **f64)
     grads = torch.autograd.grad(ours, (weight, bias), upstream)
     conv_grads = torch.autograd.grad(conv, (weight, bias), upstream)
     for grad, conv_grad in zip(grads, conv_grads, strict=True):
-        torch.testing.assert_close(grad, conv_grad, atol=1e-4, rtol=1e-5)
+        torch.testing.assert_close(grad, conv_grad, atol=1e-10, rtol=1e-10)

@@ -162,3 +162,48 @@ def test_rebatch_concatenates_into_fixed_size_batches_exactly():
     assert [len(labels) for _, labels in out] == [10, 10, 3]
     assert torch.equal(torch.cat([images for images, _ in out]), x)
     assert torch.equal(torch.cat([labels for _, labels in out]), y)
+
+
+def test_train_losses_are_mean_losses_per_validation_interval_aligned_with_evals():
+    import torch.nn.functional as F
+
+    candidate = linear_candidate()
+    seen_losses: list[float] = []
+    data = batches()
+    recorded = []
+
+    def recording():
+        for images, labels in data:
+            recorded.append((images, labels))
+            yield images, labels
+
+    # Replay: the loss of every step, recomputed from the same start and the same batches.
+    replay = linear_candidate()
+    train_candidates([candidate], recording(), VALIDATION, 5, 3, progress=False)
+    for images, labels in recorded[:15]:
+        replay.optimizer.zero_grad()
+        loss = F.cross_entropy(replay.model(images), labels)
+        seen_losses.append(float(loss.detach()))
+        loss.backward()
+        replay.optimizer.step()
+    assert candidate.eval_steps == [5, 10, 15]
+    assert len(candidate.train_losses) == len(candidate.evals) == 3
+    expected = [sum(seen_losses[i : i + 5]) / 5 for i in (0, 5, 10)]
+    assert candidate.train_losses == pytest.approx(expected, rel=1e-5)
+    assert candidate.train_losses[0] > candidate.train_losses[-1]  # it learns
+
+
+def test_a_failed_candidate_keeps_losses_and_steps_aligned_with_evals():
+    bad = linear_candidate(label="bad")
+    steps = itertools.count()
+    inner = bad.model
+
+    def exploding(x):
+        out = inner(x)
+        return out * float("nan") if next(steps) == 7 else out
+
+    bad.model = exploding
+    train_candidates([bad], batches(), VALIDATION, 5, 3, progress=False)
+    assert bad.eval_steps == [5, 10]
+    assert math.isfinite(bad.train_losses[0]) and math.isnan(bad.train_losses[1])
+    assert len(bad.evals) == len(bad.train_losses) == 2

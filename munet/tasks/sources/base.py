@@ -11,9 +11,10 @@ import torch
 
 SPLITS = ("train", "validation", "test")
 
-# Split rules a named task may be stored with (AgentConfig.data_split). Only the seed's rule
-# exists today; the name is stored with the agent's state so that a later munet with another
-# rule still rebuilds the splits a system was grown on, or refuses clearly.
+# Split rules a named task may be stored with (AgentConfig.data_split). The name is stored with
+# the agent's state so that a later munet still rebuilds the splits a system was grown on, or
+# refuses clearly. Besides the named rules, `validation=X,test=Y` is a stratified split of the
+# train pool (munet.tasks.splits).
 DEFAULT_SPLIT_RULE = "default"
 SPLIT_RULES = {
     DEFAULT_SPLIT_RULE: (
@@ -24,14 +25,42 @@ SPLIT_RULES = {
 }
 
 
-def check_split_rule(rule: str) -> str:
-    """Returns `rule` when munet knows it.
+# The most classes a task may have. A label is an index into the classifier head, so a label
+# of 2**40 would ask for a head of 2**40 rows (terabytes): a typo or a hash, never a class.
+MAX_NUM_CLASSES = 100_000
+
+
+def check_num_classes(num_classes: int, where: str, why: str = "") -> int:
+    """Returns `num_classes` when it is in [2, MAX_NUM_CLASSES].
+
+    Args:
+        num_classes: the class count.
+        where: the data, for the message.
+        why: how the count came about (e.g. "the largest label 9 + 1"), for the message.
 
     Raises:
-        ValueError: an unknown rule, listing the known ones.
+        ValueError: naming the count, where it came from and the allowed range.
     """
-    if rule not in SPLIT_RULES:
-        raise ValueError(f"unknown split rule {rule!r}; known: {', '.join(SPLIT_RULES)}")
+    if not 2 <= num_classes <= MAX_NUM_CLASSES:
+        came = f" ({why})" if why else ""
+        raise ValueError(
+            f"{where}: {num_classes} classes{came}; expected 2 to {MAX_NUM_CLASSES} classes "
+            f"with labels in [0, classes)"
+        )
+    return num_classes
+
+
+def check_split_rule(rule: str) -> str:
+    """Returns `rule` when munet knows it: a named rule, or `validation=X,test=Y`.
+
+    Raises:
+        ValueError: an unknown rule or a bad size, listing what is expected.
+    """
+    if rule in SPLIT_RULES:
+        return rule
+    from munet.tasks.splits import parse_split_rule
+
+    parse_split_rule(rule)
     return rule
 
 
@@ -144,6 +173,15 @@ def images_to_nchw_uint8(array: np.ndarray, where: str) -> torch.Tensor:
         raise ValueError(f"{where}: images of shape {array.shape}; expected 1 or 3 channels")
     if array.dtype == np.uint8:
         return torch.from_numpy(np.ascontiguousarray(array))
+    if np.issubdtype(array.dtype, np.floating):
+        finite = np.isfinite(array)
+        if not finite.all():
+            bad = int(array.size - np.count_nonzero(finite))
+            first = int(np.argmin(finite.reshape(len(array), -1).all(axis=1)))
+            raise ValueError(
+                f"{where}: {bad} pixel values are NaN or infinite (the first in image {first}); "
+                "expected finite values in [0, 1] or [0, 255]"
+            )
     if np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer):
         lo, hi = (float(array.min()), float(array.max())) if array.size else (0.0, 0.0)
         if lo < 0 or hi > 255:
@@ -162,10 +200,18 @@ def labels_to_int64(array: np.ndarray, where: str) -> torch.Tensor:
     if array.ndim != 1:
         raise ValueError(f"{where}: labels of shape {array.shape}; expected (N,)")
     if not np.issubdtype(array.dtype, np.integer):
-        if np.issubdtype(array.dtype, np.floating) and np.all(np.mod(array, 1) == 0):
-            array = array.astype(np.int64)
-        else:
+        whole = np.issubdtype(array.dtype, np.floating) and np.all(np.mod(array, 1) == 0)
+        if not whole:
             raise ValueError(f"{where}: labels of dtype {array.dtype}; expected integers")
+    if array.size:
+        lo, hi = array.min(), array.max()
+        if lo < 0 or hi >= MAX_NUM_CLASSES:
+            bad = lo if lo < 0 else hi
+            index = int(np.argmax(array == bad))
+            raise ValueError(
+                f"{where}: label {bad:.0f} (example {index}); expected labels in "
+                f"[0, {MAX_NUM_CLASSES}) (class indices from 0)"
+            )
     return torch.from_numpy(array.astype(np.int64))
 
 

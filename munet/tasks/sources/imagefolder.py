@@ -9,19 +9,34 @@ Two layouts:
 
 Classes are the sorted sub-folder names of the train tree; files with the extensions in
 `IMAGE_EXTENSIONS` (case-insensitive) are images, other files are ignored.
+
+Every image file is checked once, before any work: it must be non-empty and decode (the same
+decoding training uses). The bad ones are named together (the first `BAD_FILES_SHOWN` and a
+count), so a user fixes them in one go; `skip_bad_files=True` (`munet run --skip-bad-files`)
+goes on without them, with a warning. Splits are carved over every file first and bad files
+dropped after, so a good file's split never depends on which other files are bad.
 """
 
 from __future__ import annotations
 
+import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from munet.cpus import usable_cpu_count
 from munet.tasks.sources.base import carve_default_splits
-from munet.tasks.sources.decoded import DEFAULT_CACHE_BYTES, DEFAULT_MAX_SIDE, DecodedImageSource
+from munet.tasks.sources.decoded import (
+    DEFAULT_CACHE_BYTES,
+    DEFAULT_MAX_SIDE,
+    DecodedImageSource,
+    decode_to_storage,
+)
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".ppm", ".tif", ".tiff")
+BAD_FILES_SHOWN = 10
 _SPLIT_DIRS = {"train": ("train",), "validation": ("validation", "val"), "test": ("test",)}
 
 
@@ -51,17 +66,66 @@ def _scan(tree: Path, class_names: list[str], where: str) -> tuple[list[Path], l
     return files, labels
 
 
+class BadImageFilesError(ValueError):
+    """Image files of a folder source that cannot be read; `bad` holds (file, reason) pairs."""
+
+    def __init__(self, message: str, bad: list[tuple[Path, str]]) -> None:
+        super().__init__(message)
+        self.bad = bad
+
+
+def _file_problem(path: Path) -> str | None:
+    """Why `path` is no usable image (None: it decodes)."""
+    try:
+        if path.stat().st_size == 0:
+            return "empty file (0 bytes)"
+        decode_to_storage(path, None, where=str(path))
+    except (OSError, ValueError) as error:
+        reason = str(error.__cause__ or error)  # PIL's words, without the path we name
+        reason = reason.replace(f" {str(path)!r}", "").replace(str(path), "").strip(" :")
+        return reason or type(error).__name__
+    return None
+
+
+def find_bad_image_files(files: list[Path], workers: int = 0) -> list[tuple[Path, str]]:
+    """Decodes every file once (in `workers` threads; 0: the usable cores) and returns the
+    bad ones with why, in the order given."""
+    workers = workers or usable_cpu_count()
+    if workers <= 1 or len(files) < 2:
+        problems = [_file_problem(f) for f in files]
+    else:
+        with ThreadPoolExecutor(min(workers, len(files)), "munet-check") as pool:
+            problems = list(pool.map(_file_problem, files))
+    return [(f, p) for f, p in zip(files, problems, strict=True) if p is not None]
+
+
+def _describe_bad_files(root: Path, bad: list[tuple[Path, str]], total: int) -> str:
+    shown = "; ".join(f"{f}: {why}" for f, why in bad[:BAD_FILES_SHOWN])
+    more = f"; and {len(bad) - BAD_FILES_SHOWN} more" if len(bad) > BAD_FILES_SHOWN else ""
+    return (
+        f"image folder {str(root)!r}: {len(bad)} of {total} image files cannot be read: "
+        f"{shown}{more}"
+    )
+
+
 def load_image_folder(
     root: str | Path,
     max_side: int = DEFAULT_MAX_SIDE,
     cache_bytes: int = DEFAULT_CACHE_BYTES,
     decode_workers: int = 0,
+    skip_bad_files: bool = False,
 ) -> DecodedImageSource:
     """Builds the source of an image-folder tree (see the module docstring).
 
     ``decode_workers`` threads decode a batch's uncached images (0: the usable cores).
 
+    Args:
+        skip_bad_files: leave out files that cannot be read (empty, corrupt, not an image),
+            with one warning naming them, instead of refusing the folder.
+
     Raises:
+        BadImageFilesError: files that cannot be read (without `skip_bad_files`), every one
+            checked and the first `BAD_FILES_SHOWN` named.
         ValueError: a missing root, fewer than 2 class folders, no images, or a validation /
             test class folder the train tree lacks.
     """
@@ -99,6 +163,22 @@ def load_image_folder(
     for split, idx in carved.items():
         files[split] = [pool_files[i] for i in idx]
         labels[split] = [pool_labels[i] for i in idx]
+    everything = [f for split in ("train", "validation", "test") for f in files[split]]
+    bad = find_bad_image_files(everything, decode_workers)
+    if bad:
+        message = _describe_bad_files(root, bad, len(everything))
+        if not skip_bad_files:
+            raise BadImageFilesError(
+                f"{message}. Fix or remove them, or leave them out with --skip-bad-files "
+                "(munet run) / skip_bad_files=True",
+                bad,
+            )
+        warnings.warn(f"{message}; leaving them out (--skip-bad-files)", stacklevel=2)
+        unreadable = {f for f, _ in bad}
+        for split in files:
+            kept = [i for i, f in enumerate(files[split]) if f not in unreadable]
+            files[split] = [files[split][i] for i in kept]
+            labels[split] = [labels[split][i] for i in kept]
 
     def decoder(split: str):
         return lambda i: _open(files[split][i])

@@ -1,5 +1,5 @@
-"""Reading and writing ViT checkpoints: Google `.npz` (all augreg / big_vision layouts) and
-safetensors (timm names or munet's own component names). Nothing here unpickles.
+"""Google's ViT `.npz` checkpoints (vit_jax augreg, big_vision): reading them into munet names
+and writing components in that layout. Arrays are read with `allow_pickle=False`.
 
 Recognised `.npz` layouts (detected from the keys):
 
@@ -33,9 +33,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from munet.filetypes import describe_non_npz
 from munet.models.arch import VitArch
-from munet.models.components import Components, component_shapes
-from munet.models.posembed import resize_posembed
+from munet.models.checkpoints.common import CheckpointError, RawCheckpoint
+from munet.models.components import Components
 
 logger = logging.getLogger(__name__)
 
@@ -47,30 +48,6 @@ _BLOCK_NAMES = {
 }
 _POSEMBED_KEY = "Transformer/posembed_input/pos_embedding"
 _BIG_VISION_POSEMBED_KEY = "pos_embedding"
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be loaded: unknown layout, missing key or wrong shape."""
-
-
-@dataclass
-class RawCheckpoint:
-    """A checkpoint converted to munet tensor names, before fitting it to an architecture.
-
-    Attributes:
-        tensors: {flat munet name: float32 tensor}, all blocks the file has; the position
-            embedding at the file's own grid size (with a cls row).
-        sources: {flat munet name: the file key(s) it came from}, for error messages.
-        depth: number of encoder blocks in the file.
-        num_heads: attention heads recorded in the file (None for fused-qkv formats).
-        layout: a short description of the detected layout.
-    """
-
-    tensors: dict[str, torch.Tensor]
-    sources: dict[str, str]
-    depth: int
-    num_heads: int | None
-    layout: str
 
 
 @dataclass(frozen=True)
@@ -190,8 +167,17 @@ def _npz_depth(keys: set[str], layout: NpzLayout, reader: _NpzReader) -> int:
     return depth
 
 
-def _read_npz(path: Path, max_layers: int | None) -> RawCheckpoint:
+def read_npz(path: Path, max_layers: int | None) -> RawCheckpoint:
+    """Reads a `.npz` checkpoint of any recognised layout into munet names.
+
+    Raises:
+        CheckpointError: unreadable file, unknown layout, missing key, malformed array, or a
+            key the ViT has no place for.
+    """
     source = str(path)
+    what = describe_non_npz(path)  # before numpy, whose errors for such files mislead
+    if what is not None:
+        raise CheckpointError(f"{source}: not a readable .npz file: it is {what}")
     try:
         npz = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
@@ -339,214 +325,6 @@ def _convert_npz(
     return RawCheckpoint(tensors, sources, depth, num_heads, layout.describe())
 
 
-# ------------------------------------------------------------------- safetensors reading
-
-_TIMM_BLOCK = re.compile(r"blocks\.(\d+)\.(.+)")
-_TIMM_TOP = {
-    "patch_embed.proj.weight": "embedding.weight",
-    "patch_embed.proj.bias": "embedding.bias",
-    "cls_token": "cls.token",
-    "pos_embed": "posembed_input.pos_embedding",
-    "norm.weight": "encoder_norm.weight",
-    "norm.bias": "encoder_norm.bias",
-    "head.weight": "head.weight",
-    "head.bias": "head.bias",
-}
-_BLOCK_TENSORS = (
-    "norm1.weight",
-    "norm1.bias",
-    "attn.qkv.weight",
-    "attn.qkv.bias",
-    "attn.proj.weight",
-    "attn.proj.bias",
-    "norm2.weight",
-    "norm2.bias",
-    "mlp.fc1.weight",
-    "mlp.fc1.bias",
-    "mlp.fc2.weight",
-    "mlp.fc2.bias",
-)
-_MUNET_BLOCK = re.compile(r"encoderblock_(\d+)\.(.+)")
-_ANY_BLOCK = re.compile(r"(?:blocks\.|encoderblock_)(\d+)\.")
-
-
-def _beyond(key: str, max_layers: int | None) -> bool:
-    """Whether a state-dict key belongs to a block past `max_layers` (not read)."""
-    match = _ANY_BLOCK.match(key)
-    return max_layers is not None and match is not None and int(match.group(1)) >= max_layers
-
-
-def _read_safetensors(path: Path, max_layers: int | None) -> RawCheckpoint:
-    from safetensors import SafetensorError, safe_open
-
-    source = str(path)
-    try:
-        with safe_open(str(path), framework="pt") as handle:
-            all_keys = list(handle.keys())
-            state = {
-                key: handle.get_tensor(key) for key in all_keys if not _beyond(key, max_layers)
-            }
-    except (SafetensorError, OSError) as error:
-        raise CheckpointError(f"{source}: not a readable safetensors file ({error})") from error
-    if "patch_embed.proj.weight" in state:
-        naming = "timm"
-    elif "embedding.weight" in state:
-        naming = "munet"
-    else:
-        raise CheckpointError(
-            f"{source}: unknown state-dict layout: neither timm's 'patch_embed.proj.weight' nor "
-            f"munet's 'embedding.weight'; first keys: {sorted(state)[:8]}"
-        )
-    tensors: dict[str, torch.Tensor] = {}
-    sources: dict[str, str] = {}
-    unknown = []
-    for key, tensor in state.items():
-        if naming == "timm":
-            match = _TIMM_BLOCK.fullmatch(key)
-            if match and match.group(2) in _BLOCK_TENSORS:
-                name = f"encoderblock_{match.group(1)}.{match.group(2)}"
-            else:
-                name = _TIMM_TOP.get(key)
-        else:
-            match = _MUNET_BLOCK.fullmatch(key)
-            known = set(_TIMM_TOP.values())
-            name = key if (key in known or (match and match.group(2) in _BLOCK_TENSORS)) else None
-        if name is None:
-            unknown.append(key)
-            continue
-        tensors[name] = tensor.to(torch.float32).contiguous()
-        sources[name] = key
-    if unknown:
-        raise CheckpointError(
-            f"{source}: keys the ViT has no place for ({naming} names): {unknown[:10]}"
-        )
-    block_ids = {int(m.group(1)) for name in tensors if (m := _MUNET_BLOCK.fullmatch(name))}
-    depth = len(block_ids)
-    if max_layers is not None and depth == max_layers:
-        # Blocks past the cap were not read; count them from the names alone.
-        depth = len({int(m.group(1)) for key in all_keys if (m := _ANY_BLOCK.match(key))})
-    if block_ids != set(range(len(block_ids))):
-        raise CheckpointError(
-            f"{source}: encoder blocks are not numbered 0..{depth - 1}: {sorted(block_ids)}"
-        )
-    posembed = tensors.get("posembed_input.pos_embedding")
-    if posembed is not None and posembed.dim() == 3:
-        grid_tokens = posembed.shape[1]
-        if math.isqrt(grid_tokens) ** 2 == grid_tokens:
-            # timm's no_embed_class: patches-only position embedding, cls added afterwards.
-            zero_row = posembed.new_zeros(1, 1, posembed.shape[2])
-            tensors["posembed_input.pos_embedding"] = torch.cat([zero_row, posembed], dim=1)
-    return RawCheckpoint(tensors, sources, depth, None, f"safetensors({naming})")
-
-
-# ----------------------------------------------------------------------------- loading
-
-
-def read_checkpoint(path: str | Path, max_layers: int | None = None) -> RawCheckpoint:
-    """Reads a `.npz` or `.safetensors` checkpoint into munet tensor names.
-
-    Args:
-        path: the file.
-        max_layers: read only the first `max_layers` encoder blocks (None: all). Arrays are
-            read from disk on demand, so a capped read of a large file costs little.
-
-    Raises:
-        FileNotFoundError: no such file.
-        CheckpointError: unknown extension or layout, missing key, malformed array.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"checkpoint file not found: {path}")
-    if path.suffix == ".npz":
-        return _read_npz(path, max_layers)
-    if path.suffix == ".safetensors":
-        return _read_safetensors(path, max_layers)
-    raise CheckpointError(
-        f"{path}: unknown checkpoint extension {path.suffix!r}; expected .npz or .safetensors"
-    )
-
-
-def load_checkpoint(path: str | Path, arch: VitArch, image_size: int) -> Components:
-    """Loads a checkpoint as a components mapping for `arch` at `image_size`.
-
-    - Blocks: the first `arch.num_layers` blocks of the file (fewer than it has is fine,
-      e.g. VitT3 caps Ti/16 to 3); asking for more is an error naming the missing key.
-    - Position embedding: resized with `resize_posembed` if the grid differs.
-    - Head: loaded only when `arch.num_classes` equals the file's class count; otherwise
-      (or when the file has none) it is zero-initialised, like vit_jax's fresh head. A
-      headless arch (num_classes=0) gets no head component.
-
-    Returns:
-        New float32 CPU tensors with `requires_grad=False`.
-
-    Raises:
-        FileNotFoundError: no such file.
-        CheckpointError: unknown layout, a missing key, or a tensor whose shape does not fit
-            `arch` (the message names the file key and both shapes).
-    """
-    raw = read_checkpoint(path, max_layers=arch.num_layers)
-    if raw.num_heads is not None and raw.num_heads != arch.num_heads:
-        raise CheckpointError(
-            f"{path}: checkpoint has {raw.num_heads} attention heads, arch expects {arch.num_heads}"
-        )
-    if arch.num_layers > raw.depth:
-        missing = f"encoderblock_{raw.depth}.norm1.weight"
-        raise CheckpointError(
-            f"{path}: arch asks for {arch.num_layers} encoder blocks, the checkpoint has "
-            f"{raw.depth}: missing {missing} (key for block {raw.depth} of layout {raw.layout})"
-        )
-    tensors = dict(raw.tensors)
-    posembed_name = "posembed_input.pos_embedding"
-    posembed = tensors[posembed_name]
-    if posembed.dim() != 3 or posembed.shape[-1] != arch.width:
-        raise CheckpointError(
-            f"{path}: key {raw.sources[posembed_name]!r} has shape {tuple(posembed.shape)}, "
-            f"expected (1, tokens, {arch.width})"
-        )
-    try:
-        tensors[posembed_name] = resize_posembed(posembed, arch.grid_size(image_size))
-    except ValueError as error:
-        raise CheckpointError(f"{path}: key {raw.sources[posembed_name]!r}: {error}") from error
-
-    expected = component_shapes(arch, image_size)
-    head_shapes = expected.get("head")
-    file_head = tensors.get("head.weight")
-    if head_shapes is not None and (
-        file_head is None or tuple(file_head.shape) != head_shapes["weight"]
-    ):
-        found = "none" if file_head is None else f"{file_head.shape[0]} classes"
-        logger.info(
-            "%s: head not loaded (file: %s, arch: %d classes); zero-initialised",
-            path,
-            found,
-            arch.num_classes,
-        )
-        tensors["head.weight"] = torch.zeros(head_shapes["weight"])
-        tensors["head.bias"] = torch.zeros(head_shapes["bias"])
-        raw.sources["head.weight"] = raw.sources["head.bias"] = "(zero init)"
-
-    components: Components = {}
-    for component, shapes in expected.items():
-        components[component] = {}
-        for name, shape in shapes.items():
-            flat = f"{component}.{name}"
-            if flat not in tensors:
-                raise CheckpointError(
-                    f"{path}: missing tensor for {flat} (expected shape {shape}; "
-                    f"layout {raw.layout})"
-                )
-            tensor = tensors[flat]
-            if tuple(tensor.shape) != shape:
-                raise CheckpointError(
-                    f"{path}: key {raw.sources[flat]!r} gives {flat} of shape "
-                    f"{tuple(tensor.shape)}, "
-                    f"expected {shape} for {arch}"
-                )
-            # Already fresh tensors (converted from the file's arrays): no copy needed.
-            components[component][name] = tensor
-    return components
-
-
 # ----------------------------------------------------------------------------- writing
 
 
@@ -627,25 +405,3 @@ def save_npz(
             for name, value in entries.items():
                 out[f"Transformer/encoderblock_{index}/{name}"] = value
     np.savez(path, **{prefix + key: np.ascontiguousarray(value) for key, value in out.items()})
-
-
-def save_safetensors(path: str | Path, components: Components, *, naming: str = "munet") -> None:
-    """Writes components as a flat safetensors state dict, with munet or timm names.
-
-    Raises:
-        ValueError: unknown naming.
-    """
-    from munet.files import save_safetensors_file
-
-    if naming not in ("munet", "timm"):
-        raise ValueError(f"unknown naming {naming!r}; expected 'munet' or 'timm'")
-    to_timm = {ours: theirs for theirs, ours in _TIMM_TOP.items()}
-    state = {}
-    for component, tensors in components.items():
-        for name, tensor in tensors.items():
-            flat = f"{component}.{name}"
-            if naming == "timm":
-                match = re.fullmatch(r"encoderblock_(\d+)", component)
-                flat = f"blocks.{match.group(1)}.{name}" if match else to_timm[flat]
-            state[flat] = tensor.detach().to("cpu").contiguous()
-    save_safetensors_file(state, path)

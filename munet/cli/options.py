@@ -1,0 +1,81 @@
+"""Options shared by `munet run`, `launch` and `demo`: data splits and experiment tracking.
+
+Kept apart from the command modules so each command adds them with one call.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_split_options(parser: argparse.ArgumentParser) -> None:
+    """`--val-split` and `--test-split` (munet.tasks.splits)."""
+    for flag, split in (("--val-split", "validation"), ("--test-split", "test")):
+        parser.add_argument(
+            flag,
+            default=None,
+            metavar="X",
+            help=(
+                f"carve the {split} split from the train pool, stratified by class: a fraction "
+                "in (0, 1) or a count of examples; stored with the state like --data (default: "
+                f"the data's own {split} split, else the seed's 5%% slice)"
+            ),
+        )
+
+
+def split_rule_of(args: argparse.Namespace) -> str | None:
+    """The split rule `--val-split`/`--test-split` ask for, or None when neither is given.
+
+    Raises:
+        ValueError: a size that is no fraction in (0, 1) or count >= 1 (naming the flag).
+    """
+    from munet.tasks.splits import parse_split_size, split_rule
+
+    sizes = {}
+    for name, flag in (("validation", "val_split"), ("test", "test_split")):
+        text = getattr(args, flag, None)
+        if text is not None:
+            sizes[name] = parse_split_size(text, f"--{flag.replace('_', '-')}")
+    return split_rule(**sizes) if sizes else None
+
+
+def add_tracking_options(parser: argparse.ArgumentParser) -> None:
+    """`--log-dir`, `--wandb`, `--wandb-project` (munet.tracking)."""
+    parser.add_argument(
+        "--log-dir",
+        default=None,
+        metavar="DIR",
+        help="write TensorBoard event files there: per-path curves, generations, cycles "
+        "(needs munet[tensorboard])",
+    )
+    parser.add_argument(
+        "--wandb",
+        action="store_true",
+        help="log the same to Weights & Biases (needs munet[wandb]; WANDB_MODE=offline works)",
+    )
+    parser.add_argument(
+        "--wandb-project",
+        default=None,
+        metavar="NAME",
+        help="W&B project (default: munet-<state dir name>)",
+    )
+
+
+def tracking_settings(args: argparse.Namespace):
+    """The `TrackingSettings` of the tracking options (None when none is asked for).
+
+    Raises:
+        ImportError: a backend's package is missing, naming the extra to install.
+    """
+    from munet.tracking import TrackingSettings
+
+    settings = TrackingSettings(
+        log_dir=getattr(args, "log_dir", None),
+        wandb=bool(getattr(args, "wandb", False)),
+        wandb_project=getattr(args, "wandb_project", None),
+        state_dir=str(getattr(args, "state_dir", "")),
+    )
+    if not settings.enabled:
+        return None
+    settings.check_available()
+    return settings

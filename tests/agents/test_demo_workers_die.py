@@ -1,0 +1,91 @@
+"""The demo's worker processes die with the demo at any instant, start-up included (issue 25):
+a SIGKILLed demo leaves no worker training, committing states or holding an agent's lock."""
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from munet.system import SystemStore
+
+from .conftest import TINY_OVERRIDES
+
+REPO = Path(__file__).resolve().parents[2]
+SETS = [arg for item in TINY_OVERRIDES for arg in ("--set", item)]
+AGENTS = ("VitCpu~digits", "VitCpu~synth~color")
+
+
+def _tagged_processes(tag: str) -> list[int]:
+    """Live processes whose environment holds `tag` (the demo and its workers)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            status = (entry / "status").read_text()
+        except OSError:
+            continue  # Gone, or not ours.
+        if tag.encode() in environ and "State:\tZ" not in status:
+            found.append(int(entry.name))
+    return found
+
+
+def _committed(state: Path) -> list[str]:
+    return sorted(str(p.relative_to(state)) for p in state.glob("*/state_*"))
+
+
+def _read_until(process: subprocess.Popen, marker: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    seen = ""
+    while time.monotonic() < deadline and process.poll() is None:
+        ready, _, _ = select.select([process.stdout], [], [], 0.1)
+        if ready:
+            seen += os.read(process.stdout.fileno(), 65536).decode(errors="replace")
+            if marker in seen:
+                return
+    pytest.fail(f"the demo never printed {marker!r}; it printed: {seen[-2000:]}")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("delay", [0.0, 0.4, 1.2, 2.5])
+def test_killed_demo_leaves_no_worker_behind(tmp_path, delay):
+    """Kill the demo `delay` seconds after its pool starts: while workers spawn, import torch,
+    or run their first agent. Within a few seconds no worker is left, no state appears after
+    the kill, and every agent's lock is free."""
+    tag = f"MUNET_LIFELINE_TEST={uuid.uuid4().hex}"
+    env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1")
+    env[tag.split("=")[0]] = tag.split("=")[1]
+    state = tmp_path / "demo"
+    demo = [sys.executable, "-m", "munet", "demo", "-d", str(state), "--cycles", "2"]
+    demo += ["--task", "digits", "--task", "synth/color", "--workers", "2"]
+    demo += ["--multipath-tasks", "0", *SETS]
+    process = subprocess.Popen(demo, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        _read_until(process, "running 2 agents", timeout=120)
+        time.sleep(delay)
+        process.send_signal(signal.SIGKILL)
+        assert process.wait() == -signal.SIGKILL
+        at_kill = _committed(state)
+        deadline = time.monotonic() + 10
+        while _tagged_processes(tag) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        survivors = _tagged_processes(tag)
+    finally:
+        process.kill()
+        process.stdout.close()
+    for pid in survivors:  # Clean up before failing: these are this test's processes.
+        os.kill(pid, signal.SIGKILL)
+    assert not survivors, f"workers outlived the killed demo: {survivors}"
+    assert _committed(state) == at_kill, "a state was committed after the demo was killed"
+    store = SystemStore(str(state))
+    for agent_id in AGENTS:
+        with store.lock(agent_id):  # Raises AgentLockedError while a worker holds it.
+            pass
