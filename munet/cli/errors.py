@@ -97,6 +97,7 @@ def classify(
         AgentLockedError,
         CorruptStateError,
         StateExistsError,
+        StoreUnavailableError,
         SystemStateError,
         UnsafePathError,
     )
@@ -117,6 +118,9 @@ def classify(
             f"{err}. `{doctor}` lists damaged states and `{doctor} --quarantine` moves them "
             "aside (the agent then resumes from its previous good state)"
         )
+    if isinstance(err, StoreUnavailableError):
+        # An outage (names the endpoint and the failed operation), not a bug.
+        return EXIT_OS_ERROR, str(err)
     if isinstance(err, SystemStateError):
         return EXIT_BAD_INPUT, str(err)
     if isinstance(err, OSError):

@@ -102,12 +102,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _launch(args: argparse.Namespace) -> int:
+    from munet.interrupts import defer_sigint
+
+    # Ctrl-C while torch and Ray load (seconds) is taken once they have: an import it
+    # interrupts leaves them half-initialised, and the process crashed instead of exiting 130.
+    with defer_sigint():
+        return _launch_deferred(args)
+
+
+def _launch_deferred(args: argparse.Namespace) -> int:
     from munet.agents.singlepath import AgentError
     from munet.cli.agents import _fail
     from munet.cli.options import tracking_settings
     from munet.cluster import agent_specs, launch
     from munet.config import ConfigError
+    from munet.interrupts import interruption_point
 
+    interruption_point()  # Ctrl-C while torch loaded: stop before starting anything
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
     logger = logging.getLogger("munet")
@@ -124,6 +135,7 @@ def _launch(args: argparse.Namespace) -> int:
         )
         if args.root == "random_init":
             _create_roots(specs, args)
+        interruption_point()
         result = launch(
             specs,
             args.state_dir,

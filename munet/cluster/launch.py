@@ -24,6 +24,7 @@ from typing import Any
 from munet.cluster.events import Event, format_event
 from munet.cluster.specs import AgentSpec
 from munet.cluster.worker import AgentStopped, run_agent
+from munet.interrupts import defer_sigint, interruption_point, resume_sigint
 from munet.progress import bars_enabled, progress_bar, write_line
 
 log = logging.getLogger("munet.cluster")
@@ -272,19 +273,26 @@ def launch(
         raise ValueError(f"--env {', '.join(missing)}: not set in this environment")
     env_vars = {n: os.environ[n] for n in (*FORWARDED_ENV, *env_names) if n in os.environ}
 
-    ray = import_ray(local=not ray_address)
-    from ray.util.queue import Empty, Queue
-
-    started = init_ray(ray_address, num_cpus)
     result = LaunchResult()
+    started = False
     # Every agent's generations, added up as agents start (each says how many it has left).
     bar = progress_bar(0, "launch", "gen", bars_enabled(progress))
     left: dict[str, int] = {}  # per agent, generations still to run (a retry re-announces)
     shown = echo
     echo = lambda line: write_line(shown, line)  # noqa: E731  (above the bar)
     try:
-        queue = Queue(actor_options={"num_cpus": 0})
-        stop_flag = ray.remote(num_cpus=0)(_StopFlag).remote()
+        # Ctrl-C while Ray loads and starts is taken once it has started (then shut down):
+        # raised inside an import or ray.init it crashed the process (see munet.interrupts).
+        with defer_sigint():
+            interruption_point()
+            ray = import_ray(local=not ray_address)
+            from ray.util.queue import Empty, Queue
+
+            interruption_point()  # do not start Ray for nothing
+            started = init_ray(ray_address, num_cpus)
+            queue = Queue(actor_options={"num_cpus": 0})
+            stop_flag = ray.remote(num_cpus=0)(_StopFlag).remote()
+        resume_sigint()  # and the caller's deferral: from here Ctrl-C stops the agents
         remote = ray.remote(_task_body)
         launch_id = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
         pending: dict[Any, AgentSpec] = {}
@@ -420,4 +428,5 @@ def launch(
     finally:
         bar.close()
         if started:
-            ray.shutdown()
+            with defer_sigint():  # a shutdown cut short leaves Ray's threads to crash the exit
+                ray.shutdown()

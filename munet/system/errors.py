@@ -33,3 +33,26 @@ class ComponentCorruptError(CorruptStateError):
 
 class UnsafePathError(SystemStateError):
     """An entry of the state dir is a symbolic link (never followed) or lies outside it."""
+
+
+class LeaseLostError(AgentLockedError):
+    """This process no longer holds the agent's lease (it expired or another process took it
+    over): it commits nothing more; the agent's committed states are intact."""
+
+
+class StoreUnavailableError(SystemStateError, ConnectionError):
+    """The object store could not be reached (after bounded retries): an outage, not a damaged
+    state. Committed states are intact.
+
+    Attributes:
+        endpoint: where the store was asked (a URL, or the filesystem's protocol).
+        operation: what failed, e.g. `write state_1_0/manifest.json`.
+    """
+
+    def __init__(self, message: str, endpoint: str = "", operation: str = "") -> None:
+        super().__init__(message)
+        self.endpoint = endpoint
+        self.operation = operation
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""

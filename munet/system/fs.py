@@ -16,14 +16,13 @@ whole shards.
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import shutil
 import stat
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-
-import fsspec
 
 from munet.system.errors import UnsafePathError
 
@@ -38,6 +37,9 @@ class StateFS(ABC):
 
     #: Whether `rename` of a directory is atomic (a state becomes visible all at once).
     atomic_rename: bool = False
+    #: Whether `create_bytes` is one atomic create-if-absent (no window between its check and
+    #: its write).
+    atomic_create: bool = False
 
     def join(self, *parts: str) -> str:
         """Join path parts with `/`."""
@@ -64,6 +66,17 @@ class StateFS(ABC):
     @abstractmethod
     def write_bytes(self, path: str, data: bytes) -> None:
         """Write a whole file durably."""
+
+    def create_bytes(self, path: str, data: bytes) -> None:
+        """Write a whole file that must not exist yet (where the store can, in one atomic
+        conditional request; see `atomic_create`).
+
+        Raises:
+            FileExistsError: the file exists (nothing was written).
+        """
+        if self.exists(path):
+            raise FileExistsError(errno.EEXIST, "already exists", path)
+        self.write_bytes(path, data)
 
     def write_with(self, path: str, write: Callable[[str], None], data: Callable[[], bytes]):
         """Write a file either by handing a local path to `write` or by storing `data()`."""
@@ -121,6 +134,7 @@ class LocalFS(StateFS):
     """
 
     atomic_rename = True
+    atomic_create = True  # O_EXCL
 
     def __init__(self, root: str | None = None) -> None:
         self.root = None if root is None else os.path.abspath(root)
@@ -183,6 +197,13 @@ class LocalFS(StateFS):
 
     def write_bytes(self, path: str, data: bytes) -> None:
         fd = self._open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def create_bytes(self, path: str, data: bytes) -> None:
+        fd = self._open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -273,110 +294,7 @@ def _link_message(path: str, root: str | None) -> str:
     )
 
 
-class FsspecFS(StateFS):
-    """Any fsspec filesystem. Commits are manifest-last, not rename-based."""
+# The fsspec half lives in its own module; importable from here as before.
+from munet.system.fsspec_fs import FsspecFS, open_state_fs  # noqa: E402
 
-    atomic_rename = False
-
-    def __init__(self, fs: fsspec.AbstractFileSystem) -> None:
-        self.fs = fs
-
-    def _forget(self, path: str) -> None:
-        """Drop fsspec's cached listing of `path` (and its parents): ask the store afresh."""
-        self.fs.invalidate_cache(path)
-
-    def listdir(self, path: str) -> list[str]:
-        self._forget(path)
-        try:
-            entries = self.fs.ls(path, detail=False)
-        except FileNotFoundError:
-            return []
-        base = path.rstrip("/")
-        # Some stores list a directory's own marker object; it is not an entry.
-        return sorted(
-            e.rstrip("/").rsplit("/", 1)[-1] for e in entries if e.rstrip("/") != base
-        )
-
-    def exists(self, path: str) -> bool:
-        self._forget(path)
-        return self.fs.exists(path)
-
-    def dirs_with_file(self, path: str, filename: str) -> list[str]:
-        # One recursive listing (object stores page through keys, 1,000 per request) instead
-        # of an existence check per subdirectory.
-        self._forget(path)
-        try:
-            files = self.fs.find(path)
-        except FileNotFoundError:
-            return []
-        base = path.rstrip("/") + "/"
-        found = set()
-        for file in files:
-            file = file.lstrip("/") if not base.startswith("/") else file
-            if not file.startswith(base):
-                continue
-            parts = file[len(base) :].split("/")
-            if len(parts) == 2 and parts[1] == filename:
-                found.add(parts[0])
-        return sorted(found)
-
-    def makedirs(self, path: str) -> None:
-        self.fs.makedirs(path, exist_ok=True)
-
-    def write_bytes(self, path: str, data: bytes) -> None:
-        # One PUT: an object store makes the whole object visible at once, never a prefix.
-        self.fs.pipe_file(path, data)
-        self._forget(path)
-
-    def read_bytes(self, path: str) -> bytes:
-        # s3fs checks the file's size first, from a cached listing of its folder when there
-        # is one (see open_state_fs): drop it so a file written since is found.
-        self._forget(path)
-        return self.fs.cat_file(path)
-
-    def read_range(self, path: str, start: int, end: int) -> bytes:
-        return self.fs.cat_file(path, start=start, end=end)
-
-    def size(self, path: str) -> int:
-        self._forget(path)
-        return int(self.fs.size(path))
-
-    def remove_file(self, path: str) -> None:
-        self._forget(path)
-        if not self.fs.exists(path):
-            raise FileNotFoundError(path)
-        self.fs.rm_file(path)
-        self._forget(path)
-
-    def rename(self, src: str, dst: str) -> None:
-        self.fs.mv(src, dst, recursive=True)
-        self._forget(src)
-        self._forget(dst)
-
-    def remove_tree(self, path: str) -> None:
-        if self.exists(path):
-            self.fs.rm(path, recursive=True)
-        self._forget(path)
-
-
-def open_state_fs(root: str | os.PathLike[str]) -> tuple[StateFS, str]:
-    """The filesystem and root path for a state dir given as a local path or fsspec URL.
-
-    `file://` URLs and plain paths use `LocalFS`; anything else (`memory://`, `s3://`, ...)
-    uses fsspec.
-    """
-    root = os.fspath(root)
-    if "://" not in root or root.startswith("file://"):
-        local = root[len("file://") :] if root.startswith("file://") else root
-        # The root itself may be a link (a user's choice); what lies under it may not.
-        resolved = os.path.realpath(local)
-        return LocalFS(resolved), resolved
-    try:
-        # No listings cache: fsspec keeps a folder's listing for ever and answers later
-        # existence and size checks inside it from that listing, so a state committed after
-        # its folder was first listed would stay invisible (s3fs reads a file's size that way
-        # before every whole-file read: a manifest written later read as missing).
-        fs, path = fsspec.core.url_to_fs(root, use_listings_cache=False)
-    except TypeError:  # A filesystem whose constructor takes no storage options.
-        fs, path = fsspec.core.url_to_fs(root)
-    return FsspecFS(fs), path.rstrip("/")
+__all__ = ["FsspecFS", "LocalFS", "StateFS", "open_state_fs"]

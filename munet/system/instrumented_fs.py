@@ -28,6 +28,7 @@ class InstrumentedFS(StateFS):
         self.inner = inner
         self.latency = float(latency)
         self.atomic_rename = inner.atomic_rename
+        self.atomic_create = inner.atomic_create
         self.requests: dict[str, int] = {}
         self.bytes_read = 0
         self._count_lock = threading.Lock()
@@ -75,6 +76,10 @@ class InstrumentedFS(StateFS):
     def write_bytes(self, path: str, data: bytes) -> None:
         self._request("write")
         self.inner.write_bytes(path, data)
+
+    def create_bytes(self, path: str, data: bytes) -> None:
+        self._request("write")
+        self.inner.create_bytes(path, data)
 
     def write_with(self, path: str, write: Callable[[str], None], data: Callable[[], bytes]):
         self._request("write")

@@ -28,7 +28,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from munet.system.errors import AgentLockedError, CorruptStateError, SystemStateError
+from munet.system.errors import (
+    AgentLockedError,
+    CorruptStateError,
+    StoreUnavailableError,
+    SystemStateError,
+)
 from munet.system.population import Population
 from munet.system.records import assemble_paths
 
@@ -119,36 +124,38 @@ def check_state_files(store: SystemStore, state: StateRef, manifest: dict[str, A
         CorruptStateError: naming the file and what is wrong.
     """
     from munet.system.history import check_history_rows
-    from munet.system.manifest import HISTORY, POPULATION
+    from munet.system.manifest import POPULATION, history_file_name, recorded_file_name
 
     folder = store.fs.join(store.agent_dir(state.agent_id), state.name)
     where = f"state {state.relative_dir}"
+    # On object stores each save names its files apart (recorded in the manifest).
+    history = history_file_name(manifest, state)
     try:
-        text = store.fs.read_bytes(store.fs.join(folder, HISTORY)).decode("utf-8")
+        text = store.fs.read_bytes(store.fs.join(folder, history)).decode("utf-8")
         rows = check_history_rows(text, state.agent_id, manifest.get("next_path_id"))
     except FileNotFoundError:
-        raise CorruptStateError(f"{where}: {HISTORY} is missing") from None
+        raise CorruptStateError(f"{where}: {history} is missing") from None
     except (UnicodeDecodeError, ValueError) as error:
-        raise CorruptStateError(f"{where}: {HISTORY}: {error}") from None
+        raise CorruptStateError(f"{where}: {history}: {error}") from None
     expected = manifest.get("history_rows")
     if isinstance(expected, int) and rows != expected:
         raise CorruptStateError(
-            f"{where}: {HISTORY} has {rows} rows; the manifest records {expected}"
+            f"{where}: {history} has {rows} rows; the manifest records {expected}"
         )
-    name = manifest.get("population_file")
-    if not isinstance(name, str):
+    if not isinstance(manifest.get("population_file"), str):
         return  # States written before the population file existed.
+    population = recorded_file_name(manifest, "population_file", POPULATION, state)
     try:
-        data = json.loads(store.fs.read_bytes(store.fs.join(folder, POPULATION)))
+        data = json.loads(store.fs.read_bytes(store.fs.join(folder, population)))
     except FileNotFoundError:
-        raise CorruptStateError(f"{where}: {POPULATION} is missing") from None
+        raise CorruptStateError(f"{where}: {population} is missing") from None
     except ValueError as error:
-        raise CorruptStateError(f"{where}: {POPULATION} is not JSON ({error})") from None
+        raise CorruptStateError(f"{where}: {population} is not JSON ({error})") from None
     entries = data.get("population") if isinstance(data, dict) else None
     if not isinstance(entries, list) or not all(
         isinstance(e, dict) and isinstance(e.get("path"), str) for e in entries
     ):
-        raise CorruptStateError(f"{where}: {POPULATION} holds no list of path entries")
+        raise CorruptStateError(f"{where}: {population} holds no list of path entries")
 
 
 def check_state(store: SystemStore, state: StateRef, verify: str = "checksums") -> dict[str, Any]:
@@ -193,6 +200,8 @@ def find_damaged(store: SystemStore, verify: str = "checksums") -> list[DamagedS
     for agent_id in store.agent_ids():
         try:
             states = store.list_states(agent_id)
+        except StoreUnavailableError:
+            raise  # An outage, not a damaged state: nothing may be quarantined for it.
         except SystemStateError as err:
             damaged.append(DamagedState(StateRef(agent_id, -1, -1), str(err)))
             continue
@@ -200,6 +209,8 @@ def find_damaged(store: SystemStore, verify: str = "checksums") -> list[DamagedS
             try:
                 manifest = check_state(store, state, verify)
                 check_state_files(store, state, manifest)
+            except StoreUnavailableError:
+                raise
             except (SystemStateError, OSError) as err:
                 damaged.append(DamagedState(state, str(err)))
     return damaged
@@ -212,6 +223,8 @@ def _files_used_by_whole_states(store: SystemStore, damaged: list[DamagedState])
     for agent_id in store.agent_ids():
         try:
             states = store.list_states(agent_id)
+        except StoreUnavailableError:
+            raise
         except SystemStateError:
             continue
         for state in states:
@@ -219,6 +232,8 @@ def _files_used_by_whole_states(store: SystemStore, damaged: list[DamagedState])
                 continue
             try:
                 manifest = store.read_manifest(state)
+            except StoreUnavailableError:
+                raise
             except SystemStateError:
                 continue
             for entry in manifest.get("components", {}).values():

@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from munet.system.errors import AgentLockedError
+from munet.system.errors import AgentLockedError, LeaseLostError
 from munet.system.fs import StateFS
 
 log = logging.getLogger("munet.system")
@@ -153,6 +153,8 @@ class AgentLease:
         self.path = fs.join(self.dir, f"{self.token}.json")
         self.took_over: dict[str, Any] | None = None
         self.lost = False
+        #: The holder that took the lease over, once `lost` (None: not known).
+        self.lost_to: dict[str, Any] | None = None
         self._renewed_at = float("-inf")
         self._supersedes: list[str] = []
         self._acquired = False
@@ -209,10 +211,17 @@ class AgentLease:
             raise AgentLockedError(f"agent {self.agent_id!r}: this lease is already held")
         try:
             return self._acquire()
-        except BaseException:
-            # Interrupted (Ctrl-C, a cancelled task) or refused: leave no claim behind.
+        except BaseException as err:
+            # Interrupted (Ctrl-C, a cancelled task) or refused: leave no claim behind, if the
+            # store lets us; a failed clean-up must not hide why acquiring failed (the claim
+            # then simply expires).
             if not self._acquired:
-                self._delete(self.token)
+                try:
+                    self._delete(self.token)
+                except Exception as cleanup:  # noqa: BLE001
+                    log.warning("agent %s: could not withdraw its lease claim after %s (%s); "
+                                "it expires in %.0fs", self.agent_id, type(err).__name__,
+                                cleanup, self.ttl)
             raise
 
     def _acquire(self) -> AgentLease:
@@ -295,28 +304,77 @@ class AgentLease:
     def renew(self) -> bool:
         """Renew the claim (the heartbeat does this); False once the lease is lost."""
         with self._io:
-            if not self._acquired or self.lost:
-                return False
-            mine = None
-            superseded = False
-            for c in self._claims():
-                if c.token == self.token:
-                    mine = c
-                elif self.token in c.supersedes and c.live(self.clock()):
-                    superseded = True
-                elif c.token in self._supersedes:
-                    self._delete(c.token)  # A stalled holder wrote its old claim back.
-            if mine is None or superseded:
-                self.lost = True
-                log.warning(
-                    "agent %s: lost its lease (taken over after it was not renewed for %.0fs)",
-                    self.agent_id, self.ttl,
-                )
-                if superseded and mine is not None:
-                    self._delete(self.token)
-                return False
-            self._write_claim(mine.holder)
-            return True
+            return self._renew(revive=True)
+
+    def _renew(self, revive: bool) -> bool:
+        """Renew; `revive`: also a claim whose ttl ran out by this process's clock, if it is
+        still there and nobody superseded it (the heartbeat, after a stall)."""
+        if not self._acquired or self.lost:
+            return False
+        mine = None
+        superseded_by = None
+        for c in self._claims():
+            if c.token == self.token:
+                mine = c
+            elif self.token in c.supersedes and c.live(self.clock()):
+                superseded_by = c
+            elif c.token in self._supersedes:
+                self._delete(c.token)  # A stalled holder wrote its old claim back.
+        # A claim whose ttl ran out (by this process's clock, checked after the listing, which
+        # may itself have been slow) may be being taken over right now by a process that does
+        # not see this renewal. The heartbeat renews it anyway when it is still there and not
+        # superseded (a stalled process goes on if nobody took over; the next fence re-reads
+        # the claims), but a fence never does: no commit rests on it.
+        late = time.monotonic() - self._renewed_at
+        expired = late >= self.ttl and not revive
+        if mine is None or superseded_by is not None or expired:
+            self.lost = True
+            self.lost_to = superseded_by.holder if superseded_by is not None else None
+            log.warning("agent %s: %s", self.agent_id, self._lost_reason())
+            if superseded_by is not None and mine is not None:
+                self._delete(self.token)
+            return False
+        if late >= self.ttl:
+            log.warning("agent %s: renewed its lease %.1fs after its ttl of %gs ran out "
+                        "(nobody had taken it over)", self.agent_id, late - self.ttl, self.ttl)
+        self._write_claim(mine.holder)
+        return True
+
+    def _lost_reason(self) -> str:
+        if self.lost_to:
+            return (
+                f"lost its lease {self.dir}: {describe_holder(self.lost_to)} took it over "
+                f"after it was not renewed for {self.ttl:g}s"
+            )
+        return (
+            f"lost its lease {self.dir}: it was not renewed within its ttl of {self.ttl:g}s "
+            "(the store was slow or unreachable, or this process stalled)"
+        )
+
+    def lost_error(self) -> LeaseLostError:
+        """The error that says this process lost the lease (and to whom, when known)."""
+        return LeaseLostError(
+            f"agent {self.agent_id!r} {self._lost_reason()}; this process committed nothing "
+            "after that and stops: its committed states are intact, rerun to resume from them "
+            "(once the other process, if any, has finished)"
+        )
+
+    def fence(self) -> float:
+        """Prove from the store, right before a commit, that this process holds the lease.
+
+        Re-reads the claims (this one present, none superseding it) and renews the claim, so
+        the commit that follows has (almost) a whole ttl before anyone may take over.
+
+        Returns:
+            Seconds (monotonic) until the renewed lease could expire.
+
+        Raises:
+            LeaseLostError: the lease expired or was taken over; commit nothing.
+        """
+        with self._io:
+            if not self._renew(revive=False):
+                raise self.lost_error()
+            return self._renewed_at + self.ttl - time.monotonic()
 
     # Releasing ------------------------------------------------------------------------------
     def release(self) -> None:

@@ -17,7 +17,12 @@ from munet.system.errors import CorruptStateError, SystemStateError
 from munet.system.fs import StateFS
 from munet.system.history import csv_to_rows
 from munet.system.integrity import check_components, check_manifest, check_verify_level
-from munet.system.manifest import HISTORY, MANIFEST, ManifestMissingError, StateRef
+from munet.system.manifest import (
+    MANIFEST,
+    ManifestMissingError,
+    StateRef,
+    history_file_name,
+)
 from munet.system.naming import parse_component_key, validate_agent_id
 from munet.system.population import Population
 from munet.system.records import assemble_paths
@@ -261,12 +266,13 @@ class StateReading:
         if own_manifest is not None:
             population.first_unsaved_component_id = int(own_manifest["first_unsaved_component_id"])
             if not own[0].end_of_cycle:
-                history = self.fs.join(self.agent_dir(agent_id), own[0].name, HISTORY)
+                history_name = history_file_name(own_manifest, own[0])
+                history = self.fs.join(self.agent_dir(agent_id), own[0].name, history_name)
                 try:
                     text = self.fs.read_bytes(history).decode()
                 except (FileNotFoundError, UnicodeDecodeError) as e:
                     raise CorruptStateError(
-                        f"state {own[0].relative_dir}: unreadable {HISTORY} ({e})"
+                        f"state {own[0].relative_dir}: unreadable {history_name} ({e})"
                     ) from None
                 population.history = list(csv_to_rows(text))
         assemble_paths(population, manifests, self.lazy_component)

@@ -21,7 +21,7 @@ import time
 import warnings
 from typing import Any
 
-from munet.system.errors import AgentLockedError
+from munet.system.errors import AgentLockedError, LockNotHeldError
 
 try:
     import fcntl
@@ -93,6 +93,25 @@ class AgentLock:
         if self.lease is not None:
             return self._held and self.lease.held
         return self._held
+
+    def fence(self) -> float:
+        """Prove, right before a commit, that this process still holds the lock.
+
+        An flock is held by the kernel for as long as this process lives: nothing to check. A
+        lease is re-read from the store and renewed (`AgentLease.fence`).
+
+        Returns:
+            Seconds the lock is sure to stay held (infinite for an flock).
+
+        Raises:
+            LockNotHeldError: this object does not hold the lock.
+            LeaseLostError: the lease expired or another process took it over.
+        """
+        if not self._held:
+            raise LockNotHeldError(f"agent {self.agent_id!r}: its lock is not held")
+        if self.lease is None:
+            return float("inf")
+        return self.lease.fence()
 
     def acquire(self, stacklevel: int = 2) -> AgentLock:
         """Take the lock.

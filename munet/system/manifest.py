@@ -38,6 +38,26 @@ def state_dir_name(cycle: int, generation: int) -> str:
     return f"state_{cycle}_{generation}"
 
 
+def recorded_file_name(
+    manifest: dict[str, Any], key: str, default: str, state: StateRef
+) -> str:
+    """A file of the state whose name its manifest records under `key` (object stores name
+    each save's files apart), or `default`.
+
+    Raises:
+        CorruptStateError: the recorded name is not a plain file name.
+    """
+    name = manifest.get(key) or default
+    if not isinstance(name, str) or "/" in name or "\\" in name or name in (".", ".."):
+        raise CorruptStateError(f"state {state.relative_dir}: bad {key} {name!r}")
+    return name
+
+
+def history_file_name(manifest: dict[str, Any], state: StateRef) -> str:
+    """The state's history file: `paths.csv`, or the name its manifest records."""
+    return recorded_file_name(manifest, "history_file", HISTORY, state)
+
+
 class ManifestMissingError(CorruptStateError):
     """A listed state's manifest was not found when read."""
 

@@ -9,13 +9,15 @@ holder of the agent's lock writes; taking the lock removes what killed writers l
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from munet.system.component import Component
-from munet.system.errors import LockNotHeldError, StateExistsError
+from munet.system.errors import LeaseLostError, LockNotHeldError, StateExistsError
+from munet.system.fencing import commit_fenced
 from munet.system.fs import StateFS
 from munet.system.history import rows_to_csv
 from munet.system.lock import LOCK_FILE, AgentLock
@@ -31,6 +33,8 @@ from munet.system.path import Path
 from munet.system.population import Population
 from munet.system.records import json_default, path_record, publish_closure, seen_metrics
 from munet.system.shards import ComponentLocation, plan_shards, write_shard
+
+log = logging.getLogger("munet.system")
 
 #: Prefix of a state being written (local disk) or being deleted.
 TMP_PREFIX = ".tmp-"
@@ -73,9 +77,18 @@ class StateWriting:
         try:
             self._clean_leftovers(agent_id)
             yield agent_lock
-        finally:
+        except BaseException as err:
             self._locks.pop(agent_id, None)
-            agent_lock.release()
+            # The error that ended the run is the one to report: a release that fails too
+            # (the store is unreachable) only leaves a lease that expires by itself.
+            try:
+                agent_lock.release()
+            except Exception as cleanup:  # noqa: BLE001
+                log.warning("agent %s: could not release its lock after %s (%s)", agent_id,
+                            type(err).__name__, cleanup)
+            raise
+        self._locks.pop(agent_id, None)
+        agent_lock.release()
 
     def _clean_leftovers(self, agent_id: str) -> None:
         agent_dir = self.agent_dir(agent_id)
@@ -138,6 +151,8 @@ class StateWriting:
         """
         agent_id = population.agent_id
         lock = self._locks.get(agent_id)
+        if lock is not None and lock.lease is not None and not lock.held:
+            raise lock.lease.lost_error()
         if lock is None or not lock.held:
             raise LockNotHeldError(
                 f"save_state({agent_id!r}) needs the agent's lock: wrap the run in "
@@ -171,12 +186,23 @@ class StateWriting:
             work_dir = final_dir
         try:
             self._write_state(
-                work_dir, final_dir, state, population, to_publish, index, to_write, config_json
+                lock, work_dir, final_dir, state, population, to_publish, index, to_write,
+                config_json,
             )
-        except BaseException:
+        except BaseException as err:
             # Nothing of a failed save may look committed; a killed process leaves the folder
-            # to the next holder of the lock.
-            self.fs.remove_tree(work_dir)
+            # to the next holder of the lock. In place (object stores), the folder may hold
+            # another writer's state once the lease is lost or the state exists: left alone.
+            ours = self.fs.atomic_rename or (
+                not isinstance(err, (LeaseLostError, StateExistsError)) and lock.held
+            )
+            if ours:
+                try:
+                    if not self.fs.atomic_rename:
+                        self.fs.remove_tree(self.fs.join(work_dir, MANIFEST))
+                    self.fs.remove_tree(work_dir)
+                except Exception as cleanup:  # noqa: BLE001 - never hide why the save failed
+                    log.warning("could not remove the failed save %s (%s)", work_dir, cleanup)
             raise
 
         # Committed: later states and loads locate the written components in the new shards.
@@ -190,6 +216,7 @@ class StateWriting:
 
     def _write_state(
         self,
+        lock: AgentLock,
         work_dir: str,
         final_dir: str,
         state: StateRef,
@@ -200,10 +227,18 @@ class StateWriting:
         config_json: dict[str, Any],
     ) -> None:
         self.fs.makedirs(work_dir)
+        # In place (object stores), every file but the manifest has a name of its own to this
+        # save: a request of an earlier holder that lands late (delayed past its lease) adds
+        # an unreferenced file, and never changes a file of the state committed meanwhile.
+        suffix = "" if self.fs.atomic_rename else f".{secrets.token_hex(4)}"
+        history_name, population_name = HISTORY, POPULATION
+        if suffix:
+            history_name = HISTORY.replace(".csv", f"{suffix}.csv")
+            population_name = POPULATION.replace(".json", f"{suffix}.json")
         shard_names: dict[str, str] = {}
         shards_info: dict[str, Any] = {}
         for i, shard in enumerate(plan_shards(to_write, self.max_shard_bytes)):
-            shard_name = f"components-{i:05d}.safetensors"
+            shard_name = f"components-{i:05d}{suffix}.safetensors"
             write_shard(self.fs, self.fs.join(work_dir, shard_name), shard)
             shards_info[shard_name] = {
                 "bytes": self.fs.size(self.fs.join(work_dir, shard_name)),
@@ -227,16 +262,24 @@ class StateWriting:
         manifest = build_manifest(
             state, population, config_json, to_publish, records, index, shards_info
         )
+        if suffix:
+            manifest["population_file"] = population_name
+            manifest["history_file"] = history_name
+        if lock.lease is not None:
+            manifest["writer"] = lock.lease.token  # whose lease committed it (fencing)
         manifest_bytes = json.dumps(manifest, indent=1, default=json_default).encode()
         self.fs.write_bytes(
-            self.fs.join(work_dir, HISTORY), rows_to_csv(population.history).encode()
+            self.fs.join(work_dir, history_name), rows_to_csv(population.history).encode()
         )
         self.fs.write_bytes(
-            self.fs.join(work_dir, POPULATION),
+            self.fs.join(work_dir, population_name),
             json.dumps({"population": population_entries}, default=json_default).encode(),
         )
         # The manifest goes last: on filesystems without atomic rename it is the commit mark.
-        self.fs.write_bytes(self.fs.join(work_dir, MANIFEST), manifest_bytes)
         if self.fs.atomic_rename:
+            self.fs.write_bytes(self.fs.join(work_dir, MANIFEST), manifest_bytes)
             self.fs.sync_dir(work_dir)
-            self.fs.rename(work_dir, final_dir)
+            lock.fence()  # an flock: held for as long as this process lives
+            self.fs.rename(work_dir, final_dir)  # fails if the state exists
+        else:
+            commit_fenced(self.fs, lock, state, self.fs.join(work_dir, MANIFEST), manifest_bytes)

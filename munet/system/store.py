@@ -46,6 +46,7 @@ from munet.system.manifest import (
     MANIFEST,
     ManifestMissingError,
     StateRef,
+    history_file_name,
     parse_manifest,
     parse_state_dir,
 )
@@ -165,14 +166,21 @@ class SystemStore(StateReading, StateWriting):
             chosen.append(states[-1])
         rows: list[dict[str, str]] = []
         for s in chosen:
-            path = self.fs.join(self.agent_dir(agent_id), s.name, HISTORY)
+            # On object stores each save names its history file (recorded in its manifest).
+            name = HISTORY if self.fs.atomic_rename else self.history_file(s)
+            path = self.fs.join(self.agent_dir(agent_id), s.name, name)
             try:
                 rows.extend(csv_to_rows(self.fs.read_bytes(path).decode()))
             except (FileNotFoundError, UnicodeDecodeError, csv.Error) as error:
                 raise CorruptStateError(
-                    f"state {s.relative_dir}: unreadable {HISTORY} ({error})"
+                    f"state {s.relative_dir}: unreadable {name} ({error})"
                 ) from None
         return rows
+
+    def history_file(self, state: StateRef) -> str:
+        """The name of a committed state's history file (`paths.csv`, or the name its
+        manifest records)."""
+        return history_file_name(self.read_manifest(state), state)
 
     def is_local(self) -> bool:
         """Whether the store is on local disk (atomic commits, memory-mapped reads)."""

@@ -124,7 +124,8 @@ def test_same_launch_waits_out_its_dead_attempt(memory_fs):
 
 
 def test_store_refuses_to_save_once_the_lease_is_lost(memory_fs):
-    from munet.system import LockNotHeldError, Population
+    from munet.cli.errors import EXIT_LOCKED, classify
+    from munet.system import LeaseLostError, Population
 
     _, root = memory_fs
     store = SystemStore(f"memory://{root}", lease_ttl=0.4)
@@ -133,8 +134,12 @@ def test_store_refuses_to_save_once_the_lease_is_lost(memory_fs):
         lock.lease._stop.set()
         lock.lease._thread.join()
         time.sleep(0.5)
-        with pytest.raises(LockNotHeldError):
+        with pytest.raises(LeaseLostError, match="not renewed within its ttl of 0.4s") as err:
             store.save_state(population, 1, 0)
+    # A lost lease is a lock held elsewhere (exit 3), not bad input: no API hint.
+    code, message = classify(err.value)
+    assert code == EXIT_LOCKED and "store.lock" not in message
+    assert store.list_states(A) == []
 
 
 def test_lease_ttl_from_the_environment(monkeypatch):

@@ -1,0 +1,91 @@
+"""Ctrl-C during start-up (`munet launch`): deferred to a safe point, never raised inside an
+import or `ray.init`.
+
+Python raises KeyboardInterrupt wherever the main thread is when SIGINT arrives. During the
+launch's start-up that is mostly inside imports of extension modules (torch, Ray) and inside
+`ray.init`, which do not survive it: measured on a loaded 2-core machine, Ctrl-C 3-16 s into
+`munet launch` ended in `SystemError: ... bad call flags`, `generic_type: cannot initialize
+type "GradBucket"` (abort, exit -6), `partially initialized module 'torch'` (exit 1) or a
+segfault (exit -11) instead of exit 130: the interrupted import left torch half-initialised,
+and the error report imported it again. `defer_sigint` records the signal instead and raises
+KeyboardInterrupt when the block ends, after the import or `ray.init` completed.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+class _Deferral:
+    """The active deferral: the handler it replaced and the signals it recorded."""
+
+    def __init__(self, previous: object) -> None:
+        self.previous = previous
+        self.received: list[int] = []
+
+    def record(self, signum: int, frame: object) -> None:
+        self.received.append(signum)
+
+
+_active: _Deferral | None = None
+
+
+@contextmanager
+def defer_sigint() -> Iterator[None]:
+    """Within the block, SIGINT is recorded; at its end a recorded one raises KeyboardInterrupt.
+
+    A no-op outside the main thread (only it receives signals), where SIGINT is ignored (a
+    background job: it stays ignored) and inside another deferral (which goes on until its own
+    block ends or `resume_sigint` ends it).
+    """
+    global _active
+    if threading.current_thread() is not threading.main_thread() or _active is not None:
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if isinstance(previous, signal.Handlers):
+        # As a plain int: CPython 3.11 stores an enum handler as a Python callable.
+        previous = int(previous)
+    if previous == int(signal.SIG_IGN):
+        yield
+        return
+    deferral = _Deferral(previous)
+    _active = deferral
+    signal.signal(signal.SIGINT, deferral.record)
+    try:
+        yield
+    except BaseException:
+        _end(deferral)
+        raise
+    if _end(deferral):
+        raise KeyboardInterrupt
+
+
+def interruption_point() -> None:
+    """Raise KeyboardInterrupt here if a SIGINT was recorded by the active deferral (between
+    two steps that must not be cut: do not start the next one); the deferral goes on until its
+    block ends."""
+    if _active is not None and _active.received:
+        raise KeyboardInterrupt
+
+
+def resume_sigint() -> None:
+    """End the active deferral now: SIGINT raises KeyboardInterrupt again, and one received
+    meanwhile is raised here. A no-op when nothing is deferred."""
+    if _active is not None and _end(_active):
+        raise KeyboardInterrupt
+
+
+def _end(deferral: _Deferral) -> bool:
+    """Restore the handler the deferral replaced (once); whether a SIGINT was recorded."""
+    global _active
+    if _active is not deferral:
+        return False  # Ended already (resume_sigint).
+    _active = None
+    # None: a handler set outside Python; the default is what Python would do.
+    previous = deferral.previous if deferral.previous is not None else signal.default_int_handler
+    signal.signal(signal.SIGINT, previous)
+    return bool(deferral.received)
