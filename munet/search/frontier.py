@@ -74,35 +74,16 @@ def plot_frontier(
     fig, ax = plt.subplots(figsize=(7, 4.5))
     seeds = [p for p in pool if p.stage == "seed"]
     grown = [p for p in pool if p.stage != "seed"]
-    ax.scatter(
-        [p.cost for p in grown], [p.error for p in grown], s=14, c="tab:gray", label="grown models"
-    )
-    ax.scatter(
-        [p.cost for p in seeds],
-        [p.error for p in seeds],
-        s=24,
-        marker="s",
-        c="tab:green",
-        label="seed models",
-    )
+    ax.scatter([p.cost for p in grown], [p.error for p in grown], s=14, c="tab:gray",
+               label="grown models")
+    ax.scatter([p.cost for p in seeds], [p.error for p in seeds], s=24, marker="s",
+               c="tab:green", label="seed models")
     if band:
-        ax.scatter(
-            [pool[i].cost for i in band],
-            [pool[i].error for i in band],
-            s=50,
-            facecolors="none",
-            edgecolors="tab:orange",
-            label=f"eps band ({eps:g})",
-        )
+        ax.scatter([pool[i].cost for i in band], [pool[i].error for i in band], s=50,
+                   facecolors="none", edgecolors="tab:orange", label=f"eps band ({eps:g})")
     if hull:
-        ax.plot(
-            [pool[i].cost for i in hull],
-            [pool[i].error for i in hull],
-            "-o",
-            c="tab:blue",
-            ms=4,
-            label="lower convex hull",
-        )
+        ax.plot([pool[i].cost for i in hull], [pool[i].error for i in hull], "-o", c="tab:blue",
+                ms=4, label="lower convex hull")
     costs = [p.cost for p in pool]
     if costs and min(costs) > 0 and max(costs) / min(costs) > 20:
         ax.set_xscale("log")
