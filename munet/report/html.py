@@ -98,6 +98,7 @@ overflow:hidden;text-overflow:ellipsis;font-weight:500}
 .problems{border-color:#f0b429;background:#fffbea}
 .chance-line{fill:none;stroke:#6b7785;stroke-width:1;stroke-dasharray:1.5 2.5}
 .baseline-line{fill:none;stroke:#2a9d8f;stroke-width:1.3;stroke-dasharray:6 3}
+.baseline-1{stroke:#8e5cc4;stroke-dasharray:8 2 2 2}.baseline-2{stroke:#b7791f;stroke-dasharray:2 2}
 .sw.chance-line{height:0;border-top:2px dotted #6b7785;vertical-align:4px;background:none}
 .sw.baseline-line{height:0;border-top:2px dashed #2a9d8f;vertical-align:4px;background:none}
 polyline.curve{fill:none;stroke:var(--owned);stroke-width:1.4}

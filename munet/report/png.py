@@ -110,9 +110,11 @@ def _reference_lines(ax, view: SystemView, agent) -> None:
     chance = chance_level(agent)
     if chance is not None:
         ax.axhline(chance, color=COLOURS["chance"], linestyle=":", linewidth=1, label="chance")
-    for baseline in view.baselines.get(agent.task_name, []):
-        ax.axhline(baseline.mean, color=COLOURS["baseline"], linestyle="--", linewidth=1,
-                   label=f"baseline ({baseline.method})")  # fmt: skip
+    styles = ((COLOURS["baseline"], "--"), (COLOURS["cloned"], "-."), ("#b7791f", ":"))
+    for index, baseline in enumerate(view.baselines.get(agent.task_name, [])):
+        colour, style = styles[index % len(styles)]
+        ax.axhline(baseline.mean, color=colour, linestyle=style, linewidth=1,
+                   label=f"baseline: {baseline.method}")  # fmt: skip
 
 
 def _figure_legend(fig, ax, top_fraction: float) -> None:

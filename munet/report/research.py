@@ -70,11 +70,12 @@ def tasks_overview(view: SystemView, labels: dict[str, str]) -> str:
         return '<p class="empty">No task agent yet.</p>'
     methods = sorted({b.method for task in view.baselines.values() for b in task})
     head = (
-        "<th>task</th><th>agent</th><th>kind</th><th>best path</th>"
+        "<th>task</th><th>agent</th><th>best path</th>"
         '<th data-kind="num">test quality</th><th data-kind="num">validation</th>'
         '<th data-kind="num">chance</th>'
         + "".join(
-            f'<th data-kind="num">{escape(m)}</th><th data-kind="num">test − {escape(m)}</th>'
+            f'<th data-kind="num">{escape(m)}</th>'
+            f'<th data-kind="num" title="test quality − {escape(m)}">Δ</th>'
             for m in methods
         )
         + "<th>data</th>"
@@ -105,7 +106,7 @@ def tasks_overview(view: SystemView, labels: dict[str, str]) -> str:
                 if index == 0
                 else ""
             )
-            kind = "multipath" if is_multipath_agent(agent) else "singlepath"
+            kind = " <small>(multipath)</small>" if is_multipath_agent(agent) else ""
             path_cell = (
                 f'<a href="#task-{_slug(agent.agent_id)}">{escape(best.full_id)}</a>'
                 if best
@@ -114,7 +115,7 @@ def tasks_overview(view: SystemView, labels: dict[str, str]) -> str:
             start = ' class="task-start"' if index == 0 and rows else ""
             rows.append(
                 f"<tr{start}>{task_cell}"
-                f"<td>{escape(agent.agent_id)}</td><td>{kind}</td><td>{path_cell}</td>"
+                f"<td>{escape(agent.agent_id)}{kind}</td><td>{path_cell}</td>"
                 f"{_num_cell(test)}{_num_cell(quality)}{_num_cell(chance)}{''.join(cells)}"
                 f"<td>{escape(data_source(agent))}</td></tr>"
             )
@@ -140,9 +141,15 @@ def reference_lines(plot: Plot, view: SystemView, agent: AgentView, x_end: float
     x_start = plot.x_range[0]
     chance = chance_level(agent)
     if chance is not None:
-        plot.line([x_start, x_end], [chance, chance], "chance-line")
-    for baseline in view.baselines.get(agent.task_name, []):
-        plot.line([x_start, x_end], [baseline.mean, baseline.mean], "baseline-line")
+        plot.line([x_start, x_end], [chance, chance], "chance-line", title=f"chance {chance:.4f}")
+    for index, baseline in enumerate(view.baselines.get(agent.task_name, [])):
+        plot.line(
+            [x_start, x_end],
+            [baseline.mean, baseline.mean],
+            f"baseline-line baseline-{index % 3}",
+            title=f"{baseline.method}: test quality {baseline.mean:.4f} "
+            f"(mean of {baseline.count} file(s))",
+        )
 
 
 def reference_values(view: SystemView, agent: AgentView) -> list[float]:
@@ -159,8 +166,7 @@ def _curve_plots(view: SystemView, agent: AgentView, curve: LearningCurve) -> st
     quality = Plot(
         (0, total),
         quality_range([*qualities, *reference_values(view, agent)]),
-        width=420,
-        title="validation quality, best path's lineage",
+        title="validation quality (lineage)",
         x_label=x_label,
     )
     reference_lines(quality, view, agent, total)
@@ -186,8 +192,7 @@ def _curve_plots(view: SystemView, agent: AgentView, curve: LearningCurve) -> st
         loss = Plot(
             (0, total),
             (0.0, max(losses, default=1.0) * 1.05 or 1.0),
-            width=420,
-            title="mean train loss per validation interval",
+            title="mean train loss",
             x_label=x_label,
         )
         for index, segment in enumerate(curve.segments):
@@ -231,7 +236,8 @@ def learning(view: SystemView, labels: dict[str, str]) -> str:
     legend = (
         '<p class="legend"><span class="sw curve"></span>one path of the lineage (alternating '
         'shades; each starts where its parent stopped) <span class="sw chance-line"></span>'
-        'chance <span class="sw baseline-line"></span>baseline test quality</p>'
+        'chance <span class="sw baseline-line"></span>baseline test quality (hover a line for its '
+        "method)</p>"
     )
     return legend + f'<div class="cards">{"".join(cards)}</div>'
 

@@ -232,7 +232,7 @@ def history(view: SystemView, labels: dict[str, str]) -> str:
         '<span class="sw best-line"></span>best score so far '
         '<span class="sw test"></span>test quality of the best path at the end of a cycle '
         '<span class="sw chance-line"></span>chance <span class="sw baseline-line"></span>'
-        "baseline test quality</p>"
+        "baseline test quality (hover a line for its method)</p>"
     )
     return _section("history", legend + f'<div class="cards">{"".join(cards)}</div>')
 

@@ -55,4 +55,6 @@ def test_report_command_baseline(synthetic_state, tmp_path, capsys):
     assert '<th data-kind="num">independent</th>' in tasks
     assert 'title="mean of 2 file(s), std 0.0500" class="num" data-v="0.45"' in tasks
     assert "system" not in tasks.split("<tbody>")[0]  # The benchmark's own system is no baseline.
-    assert page.count('class="baseline-line"') >= 2  # History and learning curve of digits.
+    assert (
+        page.count('class="baseline-line baseline-0"') >= 2
+    )  # History and learning curve of digits.
