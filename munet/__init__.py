@@ -15,10 +15,7 @@ but internal. Names resolve lazily, so `import munet` (and the `munet` command's
 does not pay for torch until a name that needs it is used.
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import Any
+import importlib as _importlib
 
 __version__ = "0.1.0"
 
@@ -72,14 +69,16 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'munet' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(_importlib.import_module(module), name)
     globals()[name] = value  # resolve once
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    # The public API only: not the helpers above, nor the subpackages that importing a name
+    # binds here (they stay importable as `munet.models`, ...).
+    return sorted([*__all__, "__version__"])

@@ -227,12 +227,12 @@ def test_a_stored_config_with_a_bad_type_is_refused_on_load():
 
 @pytest.mark.parametrize("name", preset_names())
 def test_every_field_of_every_preset_has_a_rule_and_passes_it(name):
-    from munet.config_rules import FIELD_RULES, HPARAM_RULES, check_config
+    from munet.config.rules import FIELD_RULES, HPARAM_RULES, check_config
 
     config = get_preset(name)
     fields = {f.name for f in dataclasses.fields(config)}
     fields |= {f"scorer.{f.name}" for f in dataclasses.fields(config.scorer)}
-    # A new field needs a rule in munet.config_rules (a type-of-default check is the fallback).
+    # A new field needs a rule in munet.config.rules (a type-of-default check is the fallback).
     assert sorted(fields - set(FIELD_RULES)) == []
     # Every hparam of a preset has a typed rule too, and its default lies in its range.
     assert sorted(set(config.hparams_defaults) - set(HPARAM_RULES)) == []
@@ -242,7 +242,7 @@ def test_every_field_of_every_preset_has_a_rule_and_passes_it(name):
 
 
 def test_a_field_without_a_rule_is_checked_against_the_type_of_its_default():
-    from munet.config_rules import check_fields
+    from munet.config.rules import check_fields
 
     @dataclasses.dataclass
     class Extended:
@@ -260,7 +260,7 @@ def test_a_field_without_a_rule_is_checked_against_the_type_of_its_default():
 
 
 def test_the_rules_know_the_optimizers_lr_schedules():
-    from munet.config_rules import LR_SCHEDULES
+    from munet.config.rules import LR_SCHEDULES
     from munet.training.optim import LR_SCHEDULES as OPTIM_SCHEDULES
 
     assert tuple(LR_SCHEDULES) == tuple(OPTIM_SCHEDULES)

@@ -2,9 +2,11 @@
 
 Public API:
 
-- `SinglepathAgent(config, task_name, store, devices=None, progress=None, echo=None)`:
-  `.run(num_cycles) -> RunReport` (resumes from the committed state; rerun with more cycles
-  to continue); `.sample_path`, `.train_paths`, `.run_test_eval` for finer control.
+- `SinglepathAgent(config, task_name, store, *, devices=None, progress=None, echo=None,
+  detail="generation", quiet=False)`: `.run(num_cycles) -> RunReport` (resumes from the
+  committed state; rerun with more cycles to continue; prints a line per generation and per
+  cycle, with an overall bar in a terminal or notebook; `RunReport.summary()`);
+  `.sample_path`, `.train_paths`, `.run_test_eval` for finer control.
 - `MultipathAgent(...)`: the same for multipath presets (`MultiVit*`): combines whole paths of
   the singlepath agents of its class; `make_agent(config, task, store, ...)` picks the kind.
 - `Agent`: the cycle both kinds share (munet.agents.cycle).

@@ -48,10 +48,12 @@ from munet.agents.reports import (
     RunReport,
     SampledPath,
     best_summary,
+    generation_line,
     generation_summary,
     log_level,
 )
 from munet.config import DATASET_HPARAMS_PREFIX, AgentConfig
+from munet.progress import Pace, bars_enabled, progress_bar, write_line
 from munet.system import Path, Population, ScorerDecay, SystemStore, format_agent_id
 from munet.system.component import AnyComponent
 from munet.training.threads import apply_thread_policy
@@ -60,6 +62,14 @@ log = logging.getLogger("munet.agents")
 
 ROOT_TASK_PREFIX = "root_model/"
 
+#: Per ``detail``, the kinds of line a run writes: ``start`` (resuming from a state),
+#: ``generation`` (one line per generation), ``detail`` (the full per-path report) and ``cycle``
+#: (cycle ends, and a run with nothing to do).
+LINES_SHOWN = {
+    "generation": frozenset({"start", "generation", "cycle"}),
+    "full": frozenset({"start", "detail", "cycle"}),
+    "cycle": frozenset({"cycle"}),
+}
 
 
 def stable_seed(*parts: Any) -> int:
@@ -104,8 +114,13 @@ class Agent(PathTraining):
         task_name: the task (``digits``, ``synth/shape``, a TFDS name, ...).
         store: the system state (a ``SystemStore`` or a state dir).
         devices: devices to train on (default: every local GPU, else the CPU).
-        progress: show training progress bars on stderr (None: when stderr is a terminal).
-        echo: where the per-generation summaries go (default: the ``munet.agents`` logger).
+        progress: show progress bars (an overall one per run, with cycles, generations and
+            ETA, and one per generation's training); None: in a terminal or a notebook.
+        echo: where the run's lines go (default: ``print``).
+        detail: which lines: ``"generation"`` (one per generation and per cycle),
+            ``"full"`` (every sampled path's parent, quality, score and verdict, and the
+            generation's times; the ``munet run`` output) or ``"cycle"`` (one per cycle).
+        quiet: no lines and (unless ``progress=True``) no bars; warnings still show.
 
     Raises:
         AgentError: a root-model pseudo task (use :func:`create_root_model`).
@@ -121,8 +136,13 @@ class Agent(PathTraining):
         devices: Sequence[torch.device] | None = None,
         progress: bool | None = None,
         echo: Callable[[str], None] | None = None,
+        detail: str = "generation",
+        quiet: bool = False,
     ) -> None:
         from munet.tasks import get_task
+
+        if detail not in LINES_SHOWN:
+            raise ValueError(f"detail {detail!r}: expected one of {', '.join(LINES_SHOWN)}")
 
         self.config = config.validate()
         if task_name.startswith(ROOT_TASK_PREFIX):
@@ -142,8 +162,10 @@ class Agent(PathTraining):
             split_rule=config.data_split or None,
         )
         self.devices = list(devices) if devices else local_devices(config.max_devices)
-        self.progress = progress
-        self.echo = echo or log.info
+        self.progress = False if quiet and progress is None else progress
+        self.echo = echo or print
+        self.detail = detail
+        self.quiet = quiet
         self.policy = MutationPolicy.from_config(config)
 
     # The policy: what an agent kind defines ---------------------------------------------------
@@ -208,11 +230,17 @@ class Agent(PathTraining):
         population = loaded.population
         self.check_population(population)
         if announce and loaded.state is not None:
-            self.echo(
+            self._say(
+                "start",
                 f"{self.agent_id}: continuing from state {loaded.state.name} "
                 f"(cycle {loaded.cycle}, generation {loaded.generation})"
             )
         return population, loaded.cycle, loaded.generation
+
+    def _say(self, kind: str, line: str) -> None:
+        """Writes ``line`` when this agent's ``detail`` shows lines of ``kind``."""
+        if not self.quiet and kind in LINES_SHOWN[self.detail]:
+            write_line(self.echo, line)
 
     def _score(self, population: Population, path: Path) -> float:
         score = population.score(path)
@@ -244,30 +272,55 @@ class Agent(PathTraining):
         reports: list[GenerationReport] = []
         best: Path | None = None
         cycle = 0
+        total = planned_cycles or num_cycles
         apply_thread_policy(self.config.num_threads)
         with self.store.lock(self.agent_id):
-            first_load = True
-            while True:
-                population, cycle, generation = self._load(announce=first_load)
-                first_load = False
-                best = population.get_best_path()
-                if cycle >= num_cycles:
-                    break
-                total = planned_cycles or num_cycles
-                self.echo(f"==== {self.agent_id}: cycle [{cycle + 1}/{total}]")
-                population.start_cycle()
-                best = self._run_cycle(population, cycle, generation, reports)
-                population.end_cycle()
-                save_start = time.perf_counter()
-                self.store.save_state(population, cycle + 1, 0, self.config.to_dict())
-                if reports:
-                    reports[-1].save += time.perf_counter() - save_start
-                    reports[-1].wall += time.perf_counter() - save_start
-                self.echo(
-                    f"{self.agent_id}: cycle {cycle + 1} done; best path {best.full_id} "
-                    f"test quality {best.metrics.get('test_quality', float('nan')):.4f}"
-                )
+            population, cycle, generation = self._load()
+            if cycle >= num_cycles:
+                self._say("cycle", self._nothing_to_do(cycle, num_cycles))
+                return RunReport(self.agent_id, cycle, reports, population.get_best_path())
+            per_cycle = self.num_generations
+            done = cycle * per_cycle + generation
+            self._pace = Pace(num_cycles * per_cycle - done)
+            self._bar = progress_bar(
+                num_cycles * per_cycle,
+                self.agent_id,
+                "gen",
+                bars_enabled(self.progress),
+                initial=done,
+            )
+            try:
+                while True:
+                    best = population.get_best_path()
+                    if cycle >= num_cycles:
+                        break
+                    self._bar.set_postfix_str(f"cycle {cycle + 1}/{total}", refresh=True)
+                    self._say("detail", f"==== {self.agent_id}: cycle [{cycle + 1}/{total}]")
+                    population.start_cycle()
+                    best = self._run_cycle(population, cycle, generation, reports, total)
+                    population.end_cycle()
+                    save_start = time.perf_counter()
+                    self.store.save_state(population, cycle + 1, 0, self.config.to_dict())
+                    if reports:
+                        reports[-1].save += time.perf_counter() - save_start
+                        reports[-1].wall += time.perf_counter() - save_start
+                    self._say(
+                        "cycle",
+                        f"{self.agent_id}: cycle {cycle + 1}/{total} done; best path "
+                        f"{best.full_id} test quality "
+                        f"{best.metrics.get('test_quality', float('nan')):.4f} "
+                        f"({self._pace.eta_text()})",
+                    )
+                    population, cycle, generation = self._load(announce=False)
+            finally:
+                self._bar.close()
         return RunReport(self.agent_id, cycle, reports, best)
+
+    def _nothing_to_do(self, cycle: int, num_cycles: int) -> str:
+        return (
+            f"{self.agent_id}: already {cycle} cycle(s) done (asked for {num_cycles}); nothing "
+            f"to run: ask for more than {cycle} cycles to continue"
+        )
 
     def _run_cycle(
         self,
@@ -275,6 +328,7 @@ class Agent(PathTraining):
         cycle: int,
         first_generation: int,
         reports: list[GenerationReport],
+        total_cycles: int,
     ) -> Path:
         best = population.get_best_path()
         if self.config.test_immutability and best is not None:
@@ -282,6 +336,8 @@ class Agent(PathTraining):
         for generation in range(first_generation, self.num_generations):
             report = self._run_generation(population, cycle, generation)
             reports.append(report)
+            self._pace.advance()
+            self._bar.update(1)
             current = population.get_best_path()
             if current is not best:
                 if best is not None and self._score(population, current) < self._score(
@@ -291,12 +347,24 @@ class Agent(PathTraining):
                 best = current
                 best.metrics["new_best"] = True
                 score = self._score(population, best)
-                self.echo(best_summary(best, score, self.describe_path(best)))
+                self._say("detail", best_summary(best, score, self.describe_path(best)))
             if generation + 1 < self.num_generations:
                 save_start = time.perf_counter()
                 self.store.save_state(population, cycle, generation + 1, self.config.to_dict())
                 report.save = time.perf_counter() - save_start
                 report.wall += report.save
+            self._say(
+                "generation",
+                generation_line(
+                    report,
+                    self.agent_id,
+                    (cycle + 1, total_cycles),
+                    (generation + 1, self.num_generations),
+                    best,
+                    self._score(population, best) if best is not None else None,
+                    self._pace.eta_text(),
+                ),
+            )
         if best is None or best not in population.own_paths:
             raise AgentError(
                 f"{self.agent_id}: no path of this cycle beat its parent and the agent has no "
@@ -311,7 +379,7 @@ class Agent(PathTraining):
     ) -> GenerationReport:
         start = time.perf_counter()
         rng = random.Random(f"{self.config.seed}:{self.agent_id}:{cycle}:{generation}")
-        self.echo(f"---- generation [{generation + 1}/{self.num_generations}]")
+        self._say("detail", f"---- generation [{generation + 1}/{self.num_generations}]")
         ds_hparams, ds_decisions = self.sample_ds_hparams(population, rng)
         ds_hparams["num_classes"] = self.task.num_classes
         for decision in ds_decisions:
@@ -341,7 +409,7 @@ class Agent(PathTraining):
         for line in generation_summary(
             paths, report, self.agent_id, lambda p: self._score(population, p)
         ):
-            self.echo(line)
+            self._say("detail", line)
         # Keep summaries only: the paths (and what they reference) go with the population.
         report.paths = [SampledPath.of(p) for p in paths]
         return report

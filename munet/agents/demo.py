@@ -36,6 +36,7 @@ from munet.config import (
     DEMO_TASKS,
     AgentConfig,
 )
+from munet.progress import Pace, bars_enabled, progress_bar, write_line
 from munet.report.html import write_report
 from munet.report.leaderboard import format_leaderboard
 from munet.system import SystemStore
@@ -124,9 +125,7 @@ def _run_agent_cycle(job: tuple[str, str, dict[str, Any], int, int]) -> dict[str
     """Worker: run one agent up to ``cycle`` cycles; a small picklable summary back."""
     state_dir, task, config_data, cycle, planned = job
     start = time.perf_counter()
-    agent = make_agent(
-        AgentConfig.from_dict(config_data), task, state_dir, progress=False, echo=lambda _: None
-    )
+    agent = make_agent(AgentConfig.from_dict(config_data), task, state_dir, quiet=True)
     report = agent.run(cycle, planned_cycles=planned)
     best = report.best
     return {
@@ -178,13 +177,14 @@ def run_demo(
     configs = {task: resolve_config(DEMO_AGENT, overrides, store, task) for task in tasks}
     # Built here (in the parent) so a bad task is an error before any work.
     agents = {
-        task: make_agent(configs[task], task, store, progress=progress, echo=echo) for task in tasks
+        task: make_agent(configs[task], task, store, progress=progress, echo=echo, detail="full")
+        for task in tasks
     }
     root = create_root_model(resolve_config(DEMO_AGENT, overrides), store, "random_init")
     echo(
         f"root model {root.full_id}: {len(root.components)} components, {root.num_params()} params"
     )
-    _run_rounds(agents, configs, str(state_dir), cycles, workers, echo)
+    _run_rounds(agents, configs, str(state_dir), cycles, workers, echo, progress)
     reports = {}
     for task, agent in agents.items():
         loaded = store.load(agent.agent_id, [DEMO_AGENT])
@@ -239,30 +239,44 @@ def _run_rounds(
     cycles: int,
     workers: int,
     echo: Callable[[str], None],
+    progress: bool | None = None,
 ) -> None:
     """Runs every agent to ``cycles`` cycles, one cycle of each per round, in this process
-    (one worker) or in a pool of worker processes."""
-    if workers == 1:
-        for cycle in range(1, cycles + 1):
-            for agent in agents.values():
-                agent.run(cycle, planned_cycles=cycles)
-        return
-    workers = min(workers, len(agents))
-    echo(f"running {len(agents)} agents, {workers} at a time, {cycles} cycles each")
-    context = multiprocessing.get_context("spawn")
-    with context.Pool(workers, initializer=_die_with_parent) as pool:
-        for cycle in range(1, cycles + 1):
-            jobs = [(state_dir, task, configs[task].to_dict(), cycle, cycles) for task in agents]
-            for done in pool.imap_unordered(_run_agent_cycle, jobs):
-                status = "done" if done["ran"] else "already done"
-                echo(
-                    f"  {done['task']:<14} cycle {done['cycle']}/{cycles} {status}: best "
-                    f"{done['best']} quality {done['quality']:.4f} test quality "
-                    f"{done['test_quality']:.4f} ({done['seconds']:.0f}s)"
-                )
-        # A clean shutdown (the context manager's terminate() leaks a semaphore warning).
-        pool.close()
-        pool.join()
+    (one worker) or in a pool of worker processes; an overall bar counts the agent cycles."""
+    pace = Pace(len(agents) * cycles)
+    bar = progress_bar(pace.total, "agent cycles", "cycle", bars_enabled(progress))
+    try:
+        if workers == 1:
+            for cycle in range(1, cycles + 1):
+                for agent in agents.values():
+                    agent.run(cycle, planned_cycles=cycles)
+                    pace.advance()
+                    bar.update(1)
+            return
+        workers = min(workers, len(agents))
+        echo(f"running {len(agents)} agents, {workers} at a time, {cycles} cycles each")
+        context = multiprocessing.get_context("spawn")
+        with context.Pool(workers, initializer=_die_with_parent) as pool:
+            for cycle in range(1, cycles + 1):
+                jobs = [
+                    (state_dir, task, configs[task].to_dict(), cycle, cycles) for task in agents
+                ]
+                for done in pool.imap_unordered(_run_agent_cycle, jobs):
+                    pace.advance()
+                    bar.update(1)
+                    status = "done" if done["ran"] else "already done"
+                    write_line(
+                        echo,
+                        f"  {done['task']:<14} cycle {done['cycle']}/{cycles} {status}: best "
+                        f"{done['best']} quality {done['quality']:.4f} test quality "
+                        f"{done['test_quality']:.4f} ({done['seconds']:.0f}s; "
+                        f"{pace.done}/{pace.total} agent cycles, {pace.eta_text()})",
+                    )
+            # A clean shutdown (the context manager's terminate() leaks a semaphore warning).
+            pool.close()
+            pool.join()
+    finally:
+        bar.close()
 
 
 def _multipath_stage(
@@ -281,9 +295,12 @@ def _multipath_stage(
     tasks = weakest_tasks(reports, num_tasks)
     extra = multipath_overrides(overrides)
     configs = {t: resolve_config(DEMO_MULTIPATH_AGENT, extra, store, t) for t in tasks}
-    agents = {t: make_agent(configs[t], t, store, progress=progress, echo=echo) for t in tasks}
+    agents = {
+        t: make_agent(configs[t], t, store, progress=progress, echo=echo, detail="full")
+        for t in tasks
+    }
     echo(f"multipath stage: {DEMO_MULTIPATH_AGENT} on {', '.join(tasks)}")
-    _run_rounds(agents, configs, str(store.root), cycles, workers, echo)
+    _run_rounds(agents, configs, str(store.root), cycles, workers, echo, progress)
     comparison = {}
     for task, agent in agents.items():
         best = store.load(agent.agent_id, [DEMO_AGENT]).population.get_best_path()

@@ -31,7 +31,7 @@ from __future__ import annotations
 import copy
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -43,6 +43,7 @@ from munet.agents.reports import AgentError, log_level
 from munet.agents.reuse import component_shapes_of
 from munet.agents.selection import decay_selection
 from munet.agents.singlepath import assemble_vit, model_arch
+from munet.config import AgentConfig
 from munet.models.multipath import (
     ROUTER,
     MultipathVit,
@@ -51,7 +52,7 @@ from munet.models.multipath import (
     init_head_adapter,
     init_router,
 )
-from munet.system import Component, Path, Population, format_agent_id
+from munet.system import Component, Path, Population, SystemStore, format_agent_id
 from munet.system.component import PathComponent
 
 log = logging.getLogger("munet.agents")
@@ -99,8 +100,28 @@ class MultipathAgent(Agent):
         AgentError: a root-model task (root models belong to the singlepath class).
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self,
+        config: AgentConfig,
+        task_name: str,
+        store: SystemStore | str,
+        *,
+        devices: Sequence[torch.device] | None = None,
+        progress: bool | None = None,
+        echo: Callable[[str], None] | None = None,
+        detail: str = "generation",
+        quiet: bool = False,
+    ) -> None:
+        super().__init__(
+            config,
+            task_name,
+            store,
+            devices=devices,
+            progress=progress,
+            echo=echo,
+            detail=detail,
+            quiet=quiet,
+        )
         # Frozen subpaths' outputs, reused across the steps and generations of this agent.
         self.path_outputs = PathOutputCache(self.config.path_output_cache_mb * 2**20)
 

@@ -30,14 +30,15 @@ Tensors = dict[str, torch.Tensor]
 
 class PathTraining:
     """`Agent`'s training and test evaluation (a mixin: the agent provides its config, task,
-    devices, progress and echo, and the policy's ``build_model`` and its ``_score``)."""
+    devices, progress and ``_say`` (its lines), and the policy's ``build_model`` and its
+    ``_score``)."""
 
     config: AgentConfig
     task: Any  # munet.tasks.Task
     agent_id: str
     devices: Sequence[torch.device]
     progress: bool | None
-    echo: Callable[[str], None]
+    _say: Callable[[str, str], None]
 
     # Training -------------------------------------------------------------------------------
     def train_paths(
@@ -172,7 +173,9 @@ class PathTraining:
         )
         if has_known:
             delta = quality - float(known)
-            self.echo(f"immutability of {path.full_id}: {float(known):.6f} ~= {quality:.6f}")
+            self._say(
+                "detail", f"immutability of {path.full_id}: {float(known):.6f} ~= {quality:.6f}"
+            )
             if not math.isclose(quality, float(known), rel_tol=self.config.immutability_rtol):
                 raise ImmutabilityError(
                     f"path {path.full_id}: test quality {quality:.6f} differs from the published "
@@ -180,8 +183,9 @@ class PathTraining:
                     f"{self.config.immutability_rtol})"
                 )
         path.metrics["test_quality"] = quality
-        self.echo(
-            f"{path.full_id}: test quality {quality:.4f} ({time.perf_counter() - start:.1f}s)"
+        self._say(
+            "detail",
+            f"{path.full_id}: test quality {quality:.4f} ({time.perf_counter() - start:.1f}s)",
         )
         return quality
 

@@ -19,6 +19,7 @@ import torch
 
 from munet.models import VitArch, component_names
 from munet.system import Path, PathComponent, SystemStore, agent_class_name, is_root_model_agent
+from munet.tasks.registry import did_you_mean
 
 log = logging.getLogger("munet.agents")
 
@@ -125,8 +126,8 @@ class PublishedSystem:
                             not is_root_model_agent(a)})  # fmt: skip
             which = f" of agent class {agent_class!r}" if agent_class else ""
             raise PublishedError(
-                f"no published paths of task {task_name!r}{which} in {self.store.root}; tasks "
-                f"there: {', '.join(known) or 'none'}"
+                f"no published paths of task {task_name!r}{which} in {self.store.root}"
+                f"{did_you_mean(task_name, known)}; tasks there: {', '.join(known) or 'none'}"
             )
         if path_id is None:
             best = max((self.best(a) for a in agents), key=_score)

@@ -152,6 +152,38 @@ class RunReport:
     generations: list[GenerationReport]
     best: Path | None
 
+    def __repr__(self) -> str:
+        # Short: the generations and the best path (with its components and tensors) would
+        # make a repr of tens of kilobytes; ``summary()`` says more.
+        best = "None" if self.best is None else repr(self.best.full_id)
+        return (
+            f"RunReport(agent_id={self.agent_id!r}, cycle={self.cycle}, "
+            f"generations=<{len(self.generations)} run>, best={best})"
+        )
+
+    def summary(self) -> str:
+        """A few readable lines: cycles, generations run and admitted paths, time, the best
+        path with its qualities and parameters."""
+        sampled = sum(len(g.paths) for g in self.generations)
+        admitted = sum(bool(p.metrics.get("improved")) for g in self.generations for p in g.paths)
+        seconds = sum(g.wall for g in self.generations)
+        lines = [
+            f"{self.agent_id}: {self.cycle} cycle(s) done",
+            f"this run: {len(self.generations)} generation(s), {admitted} of {sampled} sampled "
+            f"paths admitted, {seconds:.1f}s",
+        ]
+        if self.best is None:
+            lines.append("best path: none yet")
+        else:
+            metrics = self.best.metrics
+            lines.append(
+                f"best path: {self.best.full_id} quality "
+                f"{metrics.get('quality', float('nan')):.4f} test quality "
+                f"{metrics.get('test_quality', float('nan')):.4f}, "
+                f"{self.best.num_params()} params"
+            )
+        return "\n".join(lines)
+
 
 def log_level(important: bool) -> int:
     """INFO for decisions that change something, DEBUG for the others."""
@@ -164,6 +196,32 @@ def best_summary(best: Path, score: float, description: str) -> str:
         f"new best {best.full_id}: score {score:.4f} "
         f"quality {best.metrics['quality']:.4f} generation {best.metrics.get('generation_id')} "
         f"{description} lr {best.hparams.get('opt_lr')}"
+    )
+
+
+def generation_line(
+    report: GenerationReport,
+    agent_id: str,
+    cycle: tuple[int, int],
+    generation: tuple[int, int],
+    best: Path | None,
+    best_score: float | None,
+    eta: str,
+) -> str:
+    """One line for a finished generation: where the run is (1-based ``(done, total)`` cycle
+    and generation), how many children were admitted, the agent's best path so far, time."""
+    admitted = sum(bool(p.metrics.get("improved")) for p in report.paths)
+    if best is None:
+        best_text = "no best path yet"
+    else:
+        best_text = (
+            f"best quality {best.metrics.get('quality', float('nan')):.4f} "
+            f"score {best_score if best_score is not None else float('nan'):.4f}"
+        )
+    return (
+        f"{agent_id}: cycle {cycle[0]}/{cycle[1]} gen {generation[0]}/{generation[1]}: "
+        f"{admitted}/{len(report.paths)} admitted, {best_text} "
+        f"({report.wall:.1f}s; {eta})"
     )
 
 

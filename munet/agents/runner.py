@@ -4,14 +4,16 @@ read the leaderboard of a state dir."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from munet.agents.task_data import task_source_label
 from munet.config import AgentConfig, ConfigError, apply_overrides, get_preset
 from munet.system import SystemStore, format_agent_id
 
 if TYPE_CHECKING:
+    import torch
+
     from munet.agents.cycle import Agent
 
 log = logging.getLogger("munet.agents")
@@ -47,17 +49,33 @@ def resolve_config(
 
 
 def make_agent(
-    config: AgentConfig, task_name: str, store: SystemStore | str, **kwargs: Any
+    config: AgentConfig,
+    task_name: str,
+    store: SystemStore | str,
+    *,
+    devices: Sequence[torch.device] | None = None,
+    progress: bool | None = None,
+    echo: Callable[[str], None] | None = None,
+    detail: str = "generation",
+    quiet: bool = False,
 ) -> Agent:
     """The agent of ``config``'s kind: a :class:`MultipathAgent` for a multipath preset
-    (``MultiVit*``), else a :class:`SinglepathAgent`; ``kwargs`` go to its constructor."""
+    (``MultiVit*``), else a :class:`SinglepathAgent`; the other arguments are its
+    constructor's (see :class:`munet.agents.cycle.Agent`)."""
     if config.is_multipath:
-        from munet.agents.multipath import MultipathAgent
-
-        return MultipathAgent(config, task_name, store, **kwargs)
-    from munet.agents.singlepath import SinglepathAgent
-
-    return SinglepathAgent(config, task_name, store, **kwargs)
+        from munet.agents.multipath import MultipathAgent as agent_class
+    else:
+        from munet.agents.singlepath import SinglepathAgent as agent_class
+    return agent_class(
+        config,
+        task_name,
+        store,
+        devices=devices,
+        progress=progress,
+        echo=echo,
+        detail=detail,
+        quiet=quiet,
+    )
 
 
 def leaderboard_rows(store: SystemStore, agent_classes: Iterable[str] | None = None) -> list[dict]:

@@ -44,7 +44,7 @@ from munet.models import (
     load_checkpoint,
     resize_posembed,
 )
-from munet.system import Component, Path, Population
+from munet.system import Component, Path, Population, SystemStore
 
 log = logging.getLogger("munet.agents")
 
@@ -96,8 +96,28 @@ class SinglepathAgent(Agent):
     """Evolves ViT paths for one task from the system's components (the seed's ``Vit``
     agent family). See :class:`munet.agents.cycle.Agent` for the arguments and the cycle."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self,
+        config: AgentConfig,
+        task_name: str,
+        store: SystemStore | str,
+        *,
+        devices: Sequence[torch.device] | None = None,
+        progress: bool | None = None,
+        echo: Callable[[str], None] | None = None,
+        detail: str = "generation",
+        quiet: bool = False,
+    ) -> None:
+        super().__init__(
+            config,
+            task_name,
+            store,
+            devices=devices,
+            progress=progress,
+            echo=echo,
+            detail=detail,
+            quiet=quiet,
+        )
         self._posembed_cache: dict[tuple[str, int], dict[str, torch.Tensor]] = {}
 
     # The policy -----------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import importlib
 import sys
 import warnings
 
+from munet import __version__
 from munet.cli.errors import report_failure
 from munet.training.threads import prepare_openmp_env
 
@@ -26,6 +27,7 @@ prepare_openmp_env()
 # Modules of this package that contribute subcommands, in the order `munet --help` lists them.
 COMMAND_MODULES = (
     "agents",
+    "config",
     "launch",
     "doctor",
     "export",
@@ -45,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="munet",
         description="Evolve modular multitask ML systems of shared ViT components.",
     )
+    parser.add_argument("--version", action="version", version=f"munet {__version__}")
     parser.add_argument(
         DEBUG_FLAG,
         action="store_true",

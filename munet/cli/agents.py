@@ -47,7 +47,9 @@ def _add_config(parser: argparse.ArgumentParser) -> None:
 def _add_verbosity(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("-v", "--verbose", action="store_true", help="log every decision")
-    group.add_argument("-q", "--quiet", action="store_true", help="only warnings and results")
+    group.add_argument(
+        "-q", "--quiet", action="store_true", help="one line per cycle, warnings and results"
+    )
     parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
@@ -58,7 +60,9 @@ def _add_verbosity(parser: argparse.ArgumentParser) -> None:
 
 def _setup_logging(args: argparse.Namespace, default: int = logging.INFO) -> None:
     level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else default
-    handler = logging.StreamHandler(sys.stderr)
+    from munet.progress import BarSafeHandler
+
+    handler = BarSafeHandler(sys.stderr)  # above the progress bars, never inside them
     handler.setFormatter(logging.Formatter("%(message)s"))
     logger = logging.getLogger("munet")
     logger.handlers[:] = [handler]
@@ -69,11 +73,6 @@ def _setup_logging(args: argparse.Namespace, default: int = logging.INFO) -> Non
 def _fail(message: object) -> int:
     print(f"munet: error: {message}", file=sys.stderr)
     return 2
-
-
-def _quiet_echo(args: argparse.Namespace):
-    """Where per-generation lines go: stdout, or nowhere with `-q` (warnings still show)."""
-    return (lambda _line: None) if args.quiet else print
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -194,7 +193,10 @@ def _run(args: argparse.Namespace) -> int:
     config = bind_task_data(
         config, args.task, store, args.data, format_agent_id(args.agent, args.task)
     )
-    agent = make_agent(config, args.task, store, progress=args.progress, echo=_quiet_echo(args))
+    # -q: one line per cycle (with the time left), else every path of every generation.
+    agent = make_agent(
+        config, args.task, store, progress=args.progress, detail="cycle" if args.quiet else "full"
+    )
     report = agent.run(args.cycles)
     best = report.best
     if best is not None:

@@ -1,6 +1,7 @@
 """`munet doctor`: find damaged states in a state dir, and move them aside.
 
-    munet doctor -d state                  # list damaged states (exit code 5 if any)
+    munet doctor                           # list damaged states of ./state (exit code 5 if any)
+    munet doctor -d state                  # the same, naming the state dir
     munet doctor -d state --quarantine     # move them to state/.quarantine/ (never deletes)
 """
 
@@ -26,7 +27,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "states remain in place."
         ),
     )
-    doctor.add_argument("-d", "--state-dir", required=True, help="system state dir")
+    doctor.add_argument(
+        "-d",
+        "--state-dir",
+        default="state",
+        help="system state dir, local path or fsspec URL (default: state, as munet run)",
+    )
     doctor.add_argument(
         "--quarantine", action="store_true", help="move damaged states aside (never deletes)"
     )

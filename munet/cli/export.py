@@ -136,8 +136,15 @@ def _test(args: argparse.Namespace) -> int:
     except (ValueError, SystemStateError) as error:
         return _fail("test", error)
     if not results:
-        which = f" of task {args.task!r}" if args.task else ""
-        return _fail("test", f"no published paths{which} in {args.state_dir}")
+        which = hint = ""
+        if args.task:
+            from munet.agents.task_data import task_bindings
+            from munet.tasks.registry import did_you_mean
+
+            which = f" of task {args.task!r}"
+            tasks = sorted({b.task_name for b in task_bindings(store)})
+            hint = f"{did_you_mean(args.task, tasks)}; tasks there: {', '.join(tasks) or 'none'}"
+        return _fail("test", f"no published paths{which} in {args.state_dir}{hint}")
     print(format_test_table(results))
     if any(r.status == "MISMATCH" for r in results):
         return 1

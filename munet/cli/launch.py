@@ -89,6 +89,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar=("PRESET", "KEY=VALUE"),
         help="override a config value of one preset's agents only (repeatable), after --set",
     )
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="an overall bar of every agent's generations, with ETA, on stderr (default: when "
+        "stderr is a terminal)",
+    )
     parser.set_defaults(func=_launch)
 
 
@@ -124,6 +131,7 @@ def _launch(args: argparse.Namespace) -> int:
             max_retries=args.max_retries,
             lease_ttl=args.lease_ttl,
             env_names=args.env,
+            progress=args.progress,
         )
     except (ConfigError, AgentError, ValueError, ImportError) as err:
         return _fail(err)

@@ -1,4 +1,4 @@
-"""`munet search`: a strategy on an objective, in process or on Ray, checkpointed, resumable.
+r"""`munet search`: a strategy on an objective, in process or on Ray, checkpointed, resumable.
 
     munet search --strategy petridish --objective nasbench:table.tfrecord --out runs/pd
     munet search --strategy petridish --objective vit:digits --workers 2 --ray --out runs/vit
@@ -17,6 +17,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+
+#: `munet.search.strategy_names()`, listed here so `munet --help` needs no torch import (a test
+#: keeps the two the same).
+STRATEGIES = ("petridish", "regularized_evolution", "evolution", "random")
 
 
 def _key_value(text: str) -> tuple[str, object]:
@@ -51,25 +55,41 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--strategy", required=True, help="petridish, regularized_evolution, ...")
+    parser.add_argument(
+        "--strategy",
+        required=True,
+        help=f"search strategy: {', '.join(STRATEGIES)}",
+    )
     parser.add_argument(
         "--objective", required=True, help="nasbench:FILE.tfrecord or vit:TASK (e.g. vit:digits)"
     )
     parser.add_argument("--out", required=True, help="output folder (state, frontier, models)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the strategy and the trials (default: 0)"
+    )
     parser.add_argument(
         "--workers", type=_positive_int, default=None,
         help="trials in flight (default 1 in process; the cluster's CPUs on Ray)",
     )
     parser.add_argument("--ray", action="store_true", help="run jobs as Ray tasks (local Ray)")
     parser.add_argument("--ray-address", help="connect to this Ray cluster (implies --ray)")
-    parser.add_argument("--cpus-per-trial", type=_positive_float, default=1.0)
-    parser.add_argument("--gpus-per-trial", type=float, default=0.0)
     parser.add_argument(
-        "--budget", type=_positive_float, help="stop once jobs' training seconds exceed this"
+        "--cpus-per-trial", type=_positive_float, default=1.0,
+        help="CPUs each Ray trial holds (default: 1)",
     )
-    parser.add_argument("--max-trials", type=_positive_int, help="stop after this many models")
+    parser.add_argument(
+        "--gpus-per-trial", type=float, default=0.0,
+        help="GPUs (or a fraction) each Ray trial holds (default: 0)",
+    )
+    parser.add_argument(
+        "--budget", type=_positive_float,
+        help="stop once jobs' training seconds exceed this (default: no limit)",
+    )
+    parser.add_argument(
+        "--max-trials", type=_positive_int,
+        help="stop after this many models (default: no limit)",
+    )
     parser.add_argument(
         "--set", dest="settings", type=_key_value, action="append", default=[],
         metavar="KEY=VALUE", help="objective setting, e.g. widths=[16,32] or epochs=36",
@@ -79,10 +99,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="strategy option (ask/tell strategies), e.g. population_size=20",
     )
     petridish = parser.add_argument_group("petridish loop")
-    petridish.add_argument("--eps", type=float, default=0.025, help="hull band width")
-    petridish.add_argument("--max-cost", type=float, help="stop once a model costs more")
     petridish.add_argument(
-        "--max-pool-size", type=_positive_int, default=100, help="stop once the pool is larger"
+        "--eps", type=float, default=0.025, help="hull band width (default: 0.025)"
+    )
+    petridish.add_argument(
+        "--max-cost", type=float, help="stop once a model costs more (default: no limit)"
+    )
+    petridish.add_argument(
+        "--max-pool-size", type=_positive_int, default=100,
+        help="stop once the pool is larger (default: 100)",
     )
     parser.set_defaults(func=_search)
 
@@ -113,12 +138,12 @@ def _search(args: argparse.Namespace) -> int:
     except (ImportError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    with executor:
+    with executor, _TrialProgress(args.max_trials) as progress:
         try:
             if args.strategy == "petridish":
-                pool, stop_reason, eps = _run_petridish(args, objective, executor)
+                pool, stop_reason, eps = _run_petridish(args, objective, executor, progress)
             else:
-                pool, stop_reason, eps = _run_ask_tell(args, objective, executor)
+                pool, stop_reason, eps = _run_ask_tell(args, objective, executor, progress)
         except ValueError as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
@@ -133,7 +158,29 @@ def _search(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_petridish(args, objective, executor):
+class _TrialProgress:
+    """The search's lines, above an overall bar of finished trials (ETA with --max-trials)."""
+
+    def __init__(self, total: int | None) -> None:
+        from munet.progress import bars_enabled, progress_bar
+
+        self.bar = progress_bar(total, "search", "trial", bars_enabled(None))
+
+    def __call__(self, line: str) -> None:
+        from munet.progress import write_line
+
+        if line.startswith(("trial ", "job ")):  # a finished trial or job (not a stop notice)
+            self.bar.update(1)
+        write_line(_print_flush, line)
+
+    def __enter__(self) -> _TrialProgress:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.bar.close()
+
+
+def _run_petridish(args, objective, executor, progress):
     from munet.search.petridish_loop import PetridishLoop, PetridishSettings
 
     if args.option:
@@ -147,13 +194,13 @@ def _run_petridish(args, objective, executor):
         seed=args.seed,
     )
     loop = PetridishLoop(
-        objective, executor, args.out, settings, resume=args.resume, progress=_print_flush
+        objective, executor, args.out, settings, resume=args.resume, progress=progress
     )
     report = loop.run()
     return report.pool, report.stop_reason, settings.eps
 
 
-def _run_ask_tell(args, objective, executor):
+def _run_ask_tell(args, objective, executor, progress):
     from munet.nasbench.runner import strategy_settings
     from munet.search import make_strategy
     from munet.search.driver import SearchRun
@@ -172,7 +219,7 @@ def _run_ask_tell(args, objective, executor):
         time_budget=args.budget,
         seed=args.seed,
         resume=args.resume,
-        progress=_print_flush,
+        progress=progress,
     )
     report = run.run()
     pool = [

@@ -6,6 +6,14 @@ import argparse
 import importlib.util
 import sys
 
+#: The sizing `munet tasks show` uses when no agent sizes the task (the seed's ViT-Ti/3 values).
+SHOW_DEFAULTS = {
+    "batch_size": 512,
+    "num_train_examples_between_validations_max": 300_000,
+    "num_validation_examples_max": 10_000,
+}
+SIZING_FIELDS = tuple(SHOW_DEFAULTS)
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds `munet tasks [list|show NAME]`."""
@@ -21,9 +29,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     list_parser.set_defaults(func=_list)
     show = sub.add_parser("show", help="build a task and print its classes and batch sizing")
     show.add_argument("name", help="task name, e.g. digits, synth/count, folder:ROOT")
-    show.add_argument("--batch-size", type=int, default=512)
-    show.add_argument("--num-train-examples-between-validations-max", type=int, default=300_000)
-    show.add_argument("--num-validation-examples-max", type=int, default=10_000)
+    show.add_argument(
+        "--agent",
+        default=None,
+        help="size the task as this agent preset does (its config stored in -d when it ran "
+        "on the task); default: the first agent on the task in -d, else --batch-size etc.",
+    )
+    show.add_argument(
+        "--batch-size", type=int, default=None, help=f"(default: {SHOW_DEFAULTS['batch_size']})"
+    )
+    show.add_argument(
+        "--num-train-examples-between-validations-max",
+        type=int,
+        default=None,
+        help=f"(default: {SHOW_DEFAULTS['num_train_examples_between_validations_max']})",
+    )
+    show.add_argument(
+        "--num-validation-examples-max",
+        type=int,
+        default=None,
+        help=f"(default: {SHOW_DEFAULTS['num_validation_examples_max']})",
+    )
     show.add_argument("--data-dir", default=None, help="TFDS data_dir / Hugging Face cache")
     show.add_argument(
         "-d",
@@ -98,20 +124,44 @@ def _binding(name: str, state_dir: str):
     return found[0] if found else None
 
 
+def _agent_sizing(args: argparse.Namespace) -> tuple[dict[str, int], str]:
+    """The sizing fields of the agent that sizes the task, and which agent that is: --agent
+    (its config stored in the state dir for this task, else its preset), else the first agent
+    on the task in the state dir; else the defaults."""
+    import os
+
+    from munet.agents.runner import resolve_config
+    from munet.agents.task_data import task_bindings
+    from munet.system import SystemStore, agent_class_name, format_agent_id
+
+    has_state = "://" in args.state_dir or os.path.isdir(args.state_dir)
+    store = SystemStore(args.state_dir) if has_state else None
+    agent_class = args.agent
+    if agent_class is None and store is not None:
+        bindings = task_bindings(store, args.name)
+        agent_class = agent_class_name(bindings[0].agent_id) if bindings else None
+    if agent_class is None:
+        return dict(SHOW_DEFAULTS), "defaults (--agent PRESET sizes it as that agent does)"
+    # The config a run of that agent uses: stored with its state, else the preset.
+    config = resolve_config(agent_class, (), store, args.name)
+    state = store.latest_state(format_agent_id(agent_class, args.name)) if store else None
+    where = f"config of {state.relative_dir}" if state is not None else "preset"
+    return {f: getattr(config, f) for f in SIZING_FIELDS}, f"agent {agent_class} ({where})"
+
+
 def _show(args: argparse.Namespace) -> int:
     from munet.tasks import get_task
 
     try:
         binding = _binding(args.name, args.state_dir)
-        task = get_task(
-            args.name,
+        sizing, sized_by = _agent_sizing(args)
+        given = {f: getattr(args, f) for f in SIZING_FIELDS if getattr(args, f) is not None}
+        if given:
+            sized_by += f", then {', '.join(f'{k}={v}' for k, v in given.items())}"
+        sizing.update(given)
+        task = get_task(args.name, **sizing,
             data=binding.data if binding else None,
             split_rule=binding.split_rule if binding else None,
-            batch_size=args.batch_size,
-            num_train_examples_between_validations_max=(
-                args.num_train_examples_between_validations_max
-            ),
-            num_validation_examples_max=args.num_validation_examples_max,
             data_dir=args.data_dir,
         )
     except (ValueError, ImportError, NotImplementedError) as error:
@@ -131,6 +181,7 @@ def _show(args: argparse.Namespace) -> int:
         f"{sizing.num_validation_examples_total} (used {task.num_validation_examples}), test "
         f"{sizing.num_test_examples}"
     )
+    print(f"sized by: {sized_by}")
     print(f"train batch size: {task.train_batch_size}")
     print(f"train batches between validations: {task.num_train_batches_between_validations}")
     print(f"validation: {task.num_validation_batches} batches of {task.validation_batch_size}")

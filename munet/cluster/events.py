@@ -44,6 +44,8 @@ class ReportingStore(SystemStore):
         super().__init__(root, **kwargs)
         self._send = send
         self._last = time.monotonic()
+        #: Added to every commit's event (the run's totals, once the agent is built).
+        self.event_fields: dict[str, Any] = {}
 
     def save_state(self, population: Population, cycle: int, generation: int, *args, **kwargs):
         state: StateRef = super().save_state(population, cycle, generation, *args, **kwargs)
@@ -54,6 +56,7 @@ class ReportingStore(SystemStore):
             "cycle": cycle,
             "generation": generation,
             "seconds": now - self._last,
+            **self.event_fields,
             **process_fields(),
             **_best_fields(population),
         }
@@ -70,21 +73,28 @@ def _number(value: Any) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
+def _of(done: int, total: Any) -> str:
+    """``3/8``, or ``3`` when the event has no total (an older worker's)."""
+    return f"{done}/{total}" if total is not None else str(done)
+
+
 def format_event(event: Event) -> str:
     """One line for an event."""
     agent = event.get("agent_id", "?")
     where = f"pid {event.get('pid')} on {event.get('host')}"
     kind = event.get("kind")
+    cycles = event.get("cycles_total")
     if kind == "generation":
         # A commit of generation g in cycle c means generation g of cycle c + 1 finished.
         return (
-            f"[{agent}] cycle {event['cycle'] + 1} generation {event['generation']} done: best "
+            f"[{agent}] cycle {_of(event['cycle'] + 1, cycles)} gen "
+            f"{_of(event['generation'], event.get('generations_per_cycle'))} done: best "
             f"{event.get('best')} quality {_number(event.get('quality'))} "
             f"({event.get('seconds', 0):.1f}s, {where})"
         )
     if kind == "cycle":
         return (
-            f"[{agent}] cycle {event['cycle']} done: best {event.get('best')} quality "
+            f"[{agent}] cycle {_of(event['cycle'], cycles)} done: best {event.get('best')} quality "
             f"{_number(event.get('quality'))} test quality "
             f"{_number(event.get('test_quality'))} ({event.get('seconds', 0):.1f}s, {where})"
         )

@@ -24,6 +24,7 @@ from typing import Any
 from munet.cluster.events import Event, format_event
 from munet.cluster.specs import AgentSpec
 from munet.cluster.worker import AgentStopped, run_agent
+from munet.progress import bars_enabled, progress_bar, write_line
 
 log = logging.getLogger("munet.cluster")
 
@@ -77,14 +78,13 @@ def init_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
     ray = import_ray(local=not address)
     if ray.is_initialized():
         return False
+    from munet.search.executors import init_ray_quietly
+
     if address:
-        ray.init(address=address, logging_level=logging.WARNING)
+        init_ray_quietly(ray, address=address)
     else:
-        ray.init(
-            num_cpus=num_cpus,
-            include_dashboard=False,
-            _node_ip_address="127.0.0.1",
-            logging_level=logging.WARNING,
+        init_ray_quietly(
+            ray, num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1"
         )
     return True
 
@@ -208,6 +208,7 @@ def launch(
     echo: Callable[[str], None] = print,
     on_event: Callable[[Event], None] | None = None,
     stop_timeout: float = 120.0,
+    progress: bool | None = None,
 ) -> LaunchResult:
     """Run the agents as Ray tasks until each completed `cycles` cycles.
 
@@ -227,6 +228,8 @@ def launch(
         echo: where the progress lines and the leaderboard go.
         on_event: also called with every progress event (tests, dashboards).
         stop_timeout: seconds to wait for agents to stop after Ctrl-C before killing them.
+        progress: an overall bar of every agent's generations, with ETA (None: in a terminal
+            or a notebook).
 
     Returns:
         The agents' summaries and failures, and the final leaderboard.
@@ -238,6 +241,7 @@ def launch(
     from munet.agents.runner import leaderboard_rows, resolve_config
     from munet.report.leaderboard import format_leaderboard
     from munet.system import SystemStore
+    from munet.tasks.registry import check_task_name
 
     if not specs:
         raise ValueError("no agents to launch")
@@ -250,6 +254,9 @@ def launch(
     # Bad presets and overrides fail here, before any worker starts.
     configs = {s.agent_id: resolve_config(s.agent_class, _overrides(s, overrides), store, s.task)
                for s in specs}
+    for spec in specs:  # A misspelt task fails here, not in a worker once Ray is up.
+        if not configs[spec.agent_id].data:
+            check_task_name(spec.task)
     waits_for = _multipath_dependencies(specs, configs, store)
     missing = [name for name in env_names if name not in os.environ]
     if missing:
@@ -261,6 +268,11 @@ def launch(
 
     started = init_ray(ray_address, num_cpus)
     result = LaunchResult()
+    # Every agent's generations, added up as agents start (each says how many it has left).
+    bar = progress_bar(0, "launch", "gen", bars_enabled(progress))
+    left: dict[str, int] = {}  # per agent, generations still to run (a retry re-announces)
+    shown = echo
+    echo = lambda line: write_line(shown, line)  # noqa: E731  (above the bar)
     try:
         queue = Queue(actor_options={"num_cpus": 0})
         stop_flag = ray.remote(num_cpus=0)(_StopFlag).remote()
@@ -318,6 +330,15 @@ def launch(
                     return
                 for event in events:
                     result.events.append(event)
+                    agent_id = event.get("agent_id", "")
+                    if event.get("kind") == "start":
+                        now_left = int(event.get("generations_left") or 0)
+                        bar.total += now_left - left.get(agent_id, 0)
+                        left[agent_id] = now_left
+                        bar.refresh()
+                    elif event.get("kind") in ("generation", "cycle"):
+                        left[agent_id] = max(0, left.get(agent_id, 0) - 1)
+                        bar.update(1)
                     echo(format_event(event))
                     if event.get("kind") == "cycle":
                         release_waiting(event["agent_id"])
@@ -382,9 +403,11 @@ def launch(
                 result.failures[pending.pop(ref).agent_id] = "killed (did not stop in time)"
         classes = list(dict.fromkeys(s.agent_class for s in specs))
         result.rows = leaderboard_rows(SystemStore(state_dir), classes)
+        bar.close()
         echo("")
         echo(format_leaderboard(result.rows))
         return result
     finally:
+        bar.close()
         if started:
             ray.shutdown()

@@ -72,13 +72,22 @@ def run_agent(
     store = ReportingStore(state_dir, send_then_check, lease_tag=lease_tag, lease_ttl=lease_ttl)
     config = resolve_config(agent_class, overrides, store, task)
     # The agent's own summaries are not needed: the store reports each commit.
-    agent = make_agent(config, task, store, progress=False, echo=lambda _line: None)
+    agent = make_agent(config, task, store, quiet=True)
     latest = store.latest_state(agent.agent_id)
+    per_cycle = agent.num_generations
+    store.event_fields = {"cycles_total": cycles, "generations_per_cycle": per_cycle}
     send(
         {
             "kind": "start",
             "agent_id": agent.agent_id,
             "state": latest.name if latest is not None else None,
+            # The generations this run has left (the launch's overall bar adds them up).
+            "generations_left": max(
+                0,
+                cycles * per_cycle
+                - (latest.cycle * per_cycle + latest.generation if latest is not None else 0),
+            ),
+            **store.event_fields,
             **process_fields(),
         }
     )

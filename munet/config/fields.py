@@ -128,10 +128,10 @@ class AgentConfig:
                 the value and what is allowed), a default outside its mutation range, a
                 mutation range without a default, or an unknown model.
         """
-        from munet.config_rules import check_config
+        from munet.config.rules import check_config
         from munet.models.arch import vit_sizes
 
-        # Types and ranges of every field and hparam (munet.config_rules), then the rest.
+        # Types and ranges of every field and hparam (munet.config.rules), then the rest.
         check_config(self)
         if self.model not in vit_sizes():
             raise ConfigError(f"unknown model {self.model!r}; known: {', '.join(vit_sizes())}")

@@ -6,6 +6,7 @@ and returns a result object the CLI prints and ``munet.es.plots`` draws.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from munet.es.outer import MetaOptimizer, MetaTrainer
 from munet.es.problems.digits_lr import DigitsLearningRate, EpisodeMetrics
 from munet.es.problems.influence_balancing import InfluenceBalancing
 from munet.es.sharded import MULTI_DEVICE_ESTIMATORS, make_multi_device_estimator
+from munet.progress import bars_enabled, format_duration, progress_bar, write_line
 
 Log = Callable[[str], None]
 
@@ -71,16 +73,34 @@ def _close(estimator) -> None:
         close()  # a multi-device estimator's worker threads
 
 
+class _Progress:
+    """An overall bar of the outer steps of every estimator (ETA included), and one line per
+    finished estimator, so a run without ``log_every`` still says how far it is."""
+
+    def __init__(self, total_steps: int, desc: str, progress: bool | None, log: Log) -> None:
+        self.bar = progress_bar(total_steps, desc, "step", bars_enabled(progress))
+        self.log = lambda line: write_line(log, line)
+
+    def run(self, trainer: MetaTrainer, steps: int, log_every: int, name: str) -> None:
+        start = time.perf_counter()
+        self.bar.set_postfix_str(name)
+        trainer.run(steps, log_every=log_every, log=self.log, on_step=lambda _: self.bar.update(1))
+        self.log(f"[{name}] {steps} outer steps in {format_duration(time.perf_counter() - start)}")
+
+    def close(self) -> None:
+        self.bar.close()
+
+
 def _train(
     trainer: MetaTrainer,
     steps: int,
-    log: Log,
+    progress: _Progress,
     log_every: int,
     checkpoint: Path | None,
 ) -> MetaTrainer:
     """Runs ``trainer`` up to ``steps`` total steps, saving to ``checkpoint`` at the end."""
     remaining = max(steps - trainer.step, 0)
-    trainer.run(remaining, log_every=log_every, log=log)
+    progress.run(trainer, remaining, log_every, trainer.estimator.name)
     if checkpoint is not None:
         trainer.save(checkpoint)
     return trainer
@@ -112,6 +132,7 @@ def run_influence_balancing(
     log_every: int = 0,
     devices: Sequence[str] | None = None,
     replicate_data: bool = False,
+    progress: bool | None = None,
 ) -> InfluenceResult:
     """The PES paper's influence-balancing experiment (defaults from its script: K=1,
     N=1000 particles, std 0.1, SGD with lr 1e-4, 3000 steps, theta from 0.5).
@@ -119,9 +140,11 @@ def run_influence_balancing(
     ``final_metric`` of each run is the loss after a 500-step unroll from the initial state
     at the final theta (the paper's "long unroll loss"). With ``devices``, ``pes`` and ``tes``
     split their ``num_particles`` evenly over them (``MultiDeviceTruncatedPES``/``ES``).
+    ``progress``: an overall bar of the outer steps (None: in a terminal or a notebook).
     """
     problem = InfluenceBalancing()
     runs = []
+    bar = _Progress(steps * len(estimators), "es influence", progress, log)
     for name in estimators:
         options: dict[str, Any] = {"truncation_length": truncation_length}
         if name == "tbptt":
@@ -132,7 +155,7 @@ def run_influence_balancing(
             options = {"num_particles": num_particles, "std": std, "horizon": 100}
         estimator = _build(name, problem, options, devices, replicate_data)
         trainer = MetaTrainer(estimator, MetaOptimizer("sgd", lr=meta_lr), seed=seed)
-        trainer.run(steps, log_every=log_every, log=log)
+        bar.run(trainer, steps, log_every, name)
         _close(estimator)
         label = name if name == "full_es" else f"{name} (K={truncation_length})"
         runs.append(
@@ -144,6 +167,7 @@ def run_influence_balancing(
                 final_metric=problem.long_unroll_loss(trainer.theta),
             )
         )
+    bar.close()
     return InfluenceResult(true_optimum=problem.true_optimum(), runs=runs)
 
 
@@ -170,6 +194,7 @@ def run_learning_rate(
     log_every: int = 0,
     devices: Sequence[str] | None = None,
     replicate_data: bool = False,
+    progress: bool | None = None,
 ) -> LearningRateResult:
     """Learns a log10 learning rate (schedule) for SGD on digits and compares it with a grid.
 
@@ -190,6 +215,11 @@ def run_learning_rate(
         theta = torch.full((num_knots,), float(log10_lr))
         grid_results.append((log10_lr, problem.episode_metrics(theta, eval_runs, scoring_seed)))
     runs, run_metrics = [], []
+    def budget_of(name: str) -> int:
+        # Equal inner-step budgets: a full-episode estimate costs episode/K truncations.
+        return steps if name != "full_es" else max(1, steps * truncation_length // episode_length)
+
+    bar = _Progress(sum(budget_of(n) for n in estimators), "es lr", progress, log)
     for name in estimators:
         options: dict[str, Any] = {"num_particles": num_particles}
         if name != "tbptt":
@@ -202,9 +232,7 @@ def run_learning_rate(
         estimator = _build(name, problem, options, devices, replicate_data)
         checkpoint = None if checkpoint_dir is None else Path(checkpoint_dir) / name
         trainer = _trainer(estimator, MetaOptimizer("adam", lr=meta_lr), seed, checkpoint, log)
-        # Equal inner-step budgets: a full-episode estimate costs episode/K truncations.
-        budget = steps if name != "full_es" else max(1, steps * truncation_length // episode_length)
-        _train(trainer, budget, log, log_every, checkpoint)
+        _train(trainer, budget_of(name), bar, log_every, checkpoint)
         _close(estimator)
         metrics = problem.episode_metrics(trainer.theta, eval_runs, scoring_seed)
         run_metrics.append(metrics)
@@ -218,6 +246,7 @@ def run_learning_rate(
                 final_metric=metrics.mean_train_loss,
             )
         )
+    bar.close()
     return LearningRateResult(
         episode_length=episode_length, grid=grid_results, runs=runs, run_metrics=run_metrics
     )

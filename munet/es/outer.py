@@ -153,8 +153,10 @@ class MetaTrainer:
         num_steps: int,
         log_every: int = 0,
         log: Callable[[str], None] = print,
+        on_step: Callable[[dict[str, Any]], None] | None = None,
     ) -> list[dict[str, Any]]:
-        """Runs ``num_steps`` more steps; logs one line every ``log_every`` steps (0: silent).
+        """Runs ``num_steps`` more steps; logs one line every ``log_every`` steps (0: silent)
+        and calls ``on_step`` with each step's record (a progress bar).
 
         Returns:
             The records of the steps run by this call.
@@ -165,6 +167,8 @@ class MetaTrainer:
             records.append(record)
             if log_every and record["step"] % log_every == 0:
                 log(format_record(self.estimator.name, record))
+            if on_step is not None:
+                on_step(record)
         return records
 
     def save(self, directory: str | Path) -> None:

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
+
+from munet.files import save_safetensors_file
 
 FORMAT_VERSION = 1
 
@@ -61,7 +63,7 @@ def save_state(state: Any, path: str | os.PathLike) -> None:
     tensors = {name: tensor.detach().contiguous().clone() for name, tensor in tensors.items()}
     header = {"format_version": FORMAT_VERSION, "class": type(state).__name__, "fields": layout}
     _write_atomically(
-        _with_suffix(base, ".safetensors"), lambda target: save_file(tensors, str(target))
+        _with_suffix(base, ".safetensors"), lambda target: save_safetensors_file(tensors, target)
     )
     _write_atomically(
         _with_suffix(base, ".json"),

@@ -635,7 +635,7 @@ def save_safetensors(path: str | Path, components: Components, *, naming: str = 
     Raises:
         ValueError: unknown naming.
     """
-    from safetensors.torch import save_file
+    from munet.files import save_safetensors_file
 
     if naming not in ("munet", "timm"):
         raise ValueError(f"unknown naming {naming!r}; expected 'munet' or 'timm'")
@@ -648,4 +648,4 @@ def save_safetensors(path: str | Path, components: Components, *, naming: str = 
                 match = re.fullmatch(r"encoderblock_(\d+)", component)
                 flat = f"blocks.{match.group(1)}.{name}" if match else to_timm[flat]
             state[flat] = tensor.detach().to("cpu").contiguous()
-    save_file(state, str(path))
+    save_safetensors_file(state, path)

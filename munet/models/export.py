@@ -135,13 +135,13 @@ def save_exported(
             for name, t in sorted(flat.items())
         },  # fmt: skip
     }
-    from safetensors.torch import save_file
+    from munet.files import save_safetensors_file
 
     out.parent.mkdir(parents=True, exist_ok=True)
     work = out.parent / f".{out.name}.tmp-{secrets.token_hex(4)}"
     work.mkdir()
     try:
-        save_file(flat, str(work / MODEL_FILE), metadata={"format": EXPORT_FORMAT})
+        save_safetensors_file(flat, work / MODEL_FILE, metadata={"format": EXPORT_FORMAT})
         (work / CONFIG_FILE).write_text(json.dumps(config, indent=1, default=_json_default))
         (work / CARD_FILE).write_text(model_card(config))
         if out.exists():

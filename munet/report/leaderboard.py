@@ -32,8 +32,17 @@ COLUMNS = (
     "paths",
     "components",
 )
-# The text table leaves out the long component list (CSV and JSON keep it).
-TABLE_COLUMNS = tuple(c for c in COLUMNS if c != "components")
+# The text table leaves out the long component list (CSV and JSON keep it), and shows the
+# parent as one `agent:id` column: the seed's `parent_id` alone reads as a path of the row's own
+# agent, while it is mostly another agent's (the root model's, another task's).
+TABLE_COLUMNS = tuple(
+    "parent" if c == "parent_id" else c
+    for c in COLUMNS
+    if c not in ("components", "parent_agent_id")
+)
+# Table headings that say what a seed-named column holds: `num_cycles` counts the cycles that
+# ended with this path as its agent's best (not the cycles the agent ran).
+TABLE_HEADINGS = {"num_cycles": "cycles_as_best"}
 FORMATS = ("table", "csv", "json")
 
 
@@ -76,6 +85,16 @@ def _sort_key(row: dict[str, Any]) -> tuple:
 def sort_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """By agent, then by decreasing score (rows without a score last)."""
     return sorted(rows, key=_sort_key)
+
+
+def _value(row: dict[str, Any], column: str) -> Any:
+    """A row's value of a column; ``parent`` is ``agent:id`` (None for a root model)."""
+    if column == "parent":
+        parent_id = row.get("parent_id")
+        if parent_id is None or parent_id < 0:
+            return None
+        return f"{row.get('parent_agent_id')}:{parent_id}"
+    return row.get(column)
 
 
 def _cell(value: Any, column: str) -> str:
@@ -139,9 +158,10 @@ def format_leaderboard(
         raise ValueError(f"unknown leaderboard format {fmt!r}; known: {', '.join(FORMATS)}")
     if not rows:
         return "(no published paths)"
-    cells = [[_cell(r.get(c), c) for c in columns] for r in rows]
-    widths = [max(len(c), *(len(line[i]) for line in cells)) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
+    cells = [[_cell(_value(r, c), c) for c in columns] for r in rows]
+    headings = [TABLE_HEADINGS.get(c, c) for c in columns]
+    widths = [max(len(h), *(len(line[i]) for line in cells)) for i, h in enumerate(headings)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headings, widths, strict=True)).rstrip()]
     for line in cells:
         lines.append("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip())
     means = averages(rows)

@@ -18,6 +18,7 @@ Ray is imported only inside `RayExecutor` (install the `munet[ray]` extra).
 from __future__ import annotations
 
 import collections
+import logging
 import os
 import sys
 import traceback
@@ -176,14 +177,15 @@ class RayExecutor(Executor):
         self._started_here = False
         if not ray.is_initialized():
             if address is None:
-                ray.init(
+                init_ray_quietly(
+                    ray,
                     num_cpus=local_num_cpus,
                     include_dashboard=False,
                     _node_ip_address="127.0.0.1",
                     log_to_driver=False,
                 )
             else:
-                ray.init(address=address, log_to_driver=False)
+                init_ray_quietly(ray, address=address, log_to_driver=False)
             self._started_here = True
         self.num_cpus = float(num_cpus)
         self.num_gpus = float(num_gpus)
@@ -245,6 +247,18 @@ class RayExecutor(Executor):
         if self._started_here:
             self._ray.shutdown()
             self._started_here = False
+
+
+def init_ray_quietly(ray: Any, **kwargs: Any) -> None:
+    """``ray.init(**kwargs)`` without the notices Ray logs on the driver while it starts (the
+    token-authentication notice, "Started a local Ray instance"): they would mix into munet's
+    own lines. Ray's warnings after the start (an infeasible resource request, a lost node)
+    still show."""
+    logger = logging.getLogger("ray")
+    try:
+        ray.init(logging_level=logging.ERROR, **kwargs)
+    finally:
+        logger.setLevel(logging.WARNING)
 
 
 def bind_local_ray_to_loopback() -> None:

@@ -19,8 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
-from safetensors.torch import save, save_file
+from safetensors.torch import save
 
+from munet.files import save_safetensors_file
 from munet.system.component import Component, Tensors, TensorSpec, tensors_checksum
 from munet.system.errors import ComponentCorruptError, CorruptStateError
 from munet.system.fs import StateFS
@@ -97,7 +98,7 @@ def write_shard(fs: StateFS, path: str, components: list[Component]) -> None:
 
     def save_local(local_path: str) -> None:
         try:
-            save_file(tensors, local_path, metadata=metadata)
+            save_safetensors_file(tensors, local_path, metadata=metadata)
         except Exception as err:
             # safetensors reports I/O failures (a full disk) as its own error type: give them
             # back as the OSError they are, so callers can tell a full disk from a bug.

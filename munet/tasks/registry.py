@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import difflib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,17 +96,29 @@ def known_task_names() -> list[str]:
     return [*_REGISTRY, *tfds_task_names()]
 
 
+def did_you_mean(name: str, names: Iterable[str]) -> str:
+    """`` (did you mean 'digits'?)`` for a name close to some of ``names``, else ``""``."""
+    close = difflib.get_close_matches(name, list(names), n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+
+
 def unknown_task_error(name: str) -> ValueError:
     """The error for a name that resolves to nothing, listing close matches and known names."""
-    names = known_task_names()
-    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
-    hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+    hint = did_you_mean(name, known_task_names())
     return ValueError(
         f"unknown task {name!r}{hint}; known: {', '.join(_REGISTRY)}, the TFDS names of "
         f"`munet tasks` (e.g. cifar100, dtd/1k), or {', '.join(s + ':LOCATION' for s in SCHEMES)}"
         f"; to name your own data, bind the name to it (munet run --task {name} --data "
         "folder:ROOT | npz:FILE | hf:DIR | tfds:NAME)"
     )
+
+
+def check_task_name(name: str) -> None:
+    """Raises :func:`unknown_task_error` for a name that no source resolves, without loading
+    any data (a scheme's location is checked when the task loads)."""
+    scheme, sep, _ = name.partition(":")
+    if not (sep and scheme in SCHEMES) and not is_known_task_name(name):
+        raise unknown_task_error(name)
 
 
 def is_known_task_name(name: str) -> bool:

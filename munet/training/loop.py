@@ -268,7 +268,7 @@ def train_candidates(
         validation_batches: the validation set, reused at every validation.
         steps_between_validations: train steps between two validations.
         num_validations: validations in the training (the last one ends it).
-        progress: show a tqdm bar on stderr (None: only when stderr is a terminal).
+        progress: show a progress bar (None: in a terminal or a notebook).
         on_validation: called after each validation with its index (1-based).
 
     Returns:
@@ -277,7 +277,7 @@ def train_candidates(
     Raises:
         ValueError: non-positive step counts, or the train iterator ends early.
     """
-    from tqdm import tqdm
+    from munet.progress import bars_enabled, progress_bar
 
     if steps_between_validations <= 0 or num_validations <= 0:
         raise ValueError(
@@ -297,13 +297,8 @@ def train_candidates(
             list(pool.map(fn, candidates))
 
     total_steps = steps_between_validations * num_validations
-    bar = tqdm(
-        total=total_steps,
-        desc="train",
-        unit="step",
-        leave=False,
-        disable=(not progress) if progress is not None else None,
-    )
+    # Under a run's overall bar, if any; gone once the generation's training is over.
+    bar = progress_bar(total_steps, "train", "step", bars_enabled(progress), leave=False)
     try:
         for step in range(total_steps):
             step_start = time.perf_counter()

@@ -43,8 +43,11 @@ def test_root_run_leaderboard(tmp_path, capsys):
     )
     out = capsys.readouterr().out
     assert "VitCpu~digits: 1 cycles; best path VitCpu~digits:" in out
-    # Quiet (issue 17, item 9): the result line only, no per-generation summary.
-    assert out.count("\n") == 1 and "generation [" not in out
+    # Quiet (issue 17, item 9; issue 24): one line per cycle with the time taken, then the
+    # result line; no per-generation summary.
+    assert out.count("\n") == 2 and "generation [" not in out
+    assert "VitCpu~digits: cycle 1/1 done; best path VitCpu~digits:" in out
+    assert "(elapsed " in out
 
     assert main(["leaderboard", "-d", state]) == 0
     table = capsys.readouterr().out.splitlines()

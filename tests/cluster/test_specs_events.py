@@ -71,9 +71,17 @@ def test_progress_lines():
     generation = {**common, "kind": "generation", "cycle": 0, "generation": 1,
                   "best": "VitCpu~digits:3", "quality": 0.5}
     assert format_event(generation) == (
-        "[VitCpu~digits] cycle 1 generation 1 done: best VitCpu~digits:3 quality 0.5000 "
+        "[VitCpu~digits] cycle 1 gen 1 done: best VitCpu~digits:3 quality 0.5000 "
         "(1.2s, pid 7 on h)"
     )
+    # With the run's totals (every worker sends them): where the agent is, out of how much.
+    totals = {"cycles_total": 3, "generations_per_cycle": 8}
+    assert format_event({**generation, **totals}).startswith(
+        "[VitCpu~digits] cycle 1/3 gen 1/8 done: best"
+    )
+    assert format_event(
+        {**common, **totals, "kind": "cycle", "cycle": 2, "generation": 0, "best": "b"}
+    ).startswith("[VitCpu~digits] cycle 2/3 done: best b")
     cycle = {**common, "kind": "cycle", "cycle": 2, "generation": 0, "best": "VitCpu~digits:3",
              "quality": 0.5, "test_quality": None}
     assert format_event(cycle).startswith(
@@ -94,6 +102,9 @@ def test_worker_body_runs_an_agent_and_reports_every_commit(tmp_path, tiny_confi
     # num_samples_per_cycle=2 on one device: two generations, the last one ends the cycle.
     assert kinds == [("start", None, None), ("generation", 0, 1), ("cycle", 1, 0)]
     assert events[0]["state"] is None
+    # The totals for the launch's lines and overall bar.
+    assert events[0]["generations_left"] == 2
+    assert all(e["cycles_total"] == 1 and e["generations_per_cycle"] == 2 for e in events)
     assert summary["cycle"] == 1 and summary["best"] == events[-1]["best"]
     store = SystemStore(str(state))
     assert store.latest_state("VitCpu~synth~shape").cycle == 1

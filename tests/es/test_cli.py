@@ -91,3 +91,11 @@ def test_bad_device_settings_are_reported_without_a_traceback(capsys, monkeypatc
     monkeypatch.setattr("munet.es.devices._cuda_count", lambda: 2)
     assert main(base + ["--devices", "4"]) == 2
     assert "4 devices asked for, this machine has 2 CUDA device(s)" in capsys.readouterr().err
+
+
+def test_influence_reports_each_estimator_without_log_every(capsys):
+    """Issue 24: no more silent minutes; one line per finished estimator."""
+    assert main(["es", "influence", "--steps", "3", "--particles", "4"]) == 0
+    out = capsys.readouterr().out
+    for name in ("tbptt", "tes", "pes"):
+        assert f"[{name}] 3 outer steps in " in out

@@ -59,3 +59,18 @@ def test_unknown_format_is_a_clear_error():
 
 def test_empty_table():
     assert format_leaderboard([]) == "(no published paths)"
+
+
+def test_table_headings_say_what_the_columns_hold():
+    """The parent is one `agent:id` cell (mostly another agent's path, e.g. the root), and the
+    seed's `num_cycles` is headed by what it counts: cycles that ended with the path as best."""
+    rows = [{**ROWS[1], "num_cycles": 2}, ROWS[0]]
+    lines = format_leaderboard(rows).splitlines()
+    header = lines[0].split()
+    assert "parent" in header and "parent_id" not in header and "parent_agent_id" not in header
+    assert "cycles_as_best" in header and "num_cycles" not in header
+    cells = dict(zip(header, lines[1].split(), strict=False))
+    assert cells["parent"] == "VitCpu~root_model~random_init:0"
+    assert cells["cycles_as_best"] == "2"
+    root = dict(zip(header, lines[2].split(), strict=False))
+    assert root["parent"] == "-"

@@ -30,8 +30,8 @@ from typing import Any
 
 import torch
 from safetensors import safe_open
-from safetensors.torch import save_file
 
+from munet.files import save_safetensors_file
 from munet.models.arch import VitArch
 from munet.models.components import init_component
 from munet.models.flops import count_flops
@@ -81,7 +81,10 @@ class VitObjective(GrowthObjective):
         num_validation_examples: int = 512,
         threads: int = 1,
     ) -> None:
+        from munet.tasks.registry import check_task_name
+
         self.task = str(task)
+        check_task_name(self.task)  # a misspelt task fails here, not in every trial
         self.layers = _positive_tuple("layers", layers, minimum=0)
         self.widths = _positive_tuple("widths", widths)
         self.image_sizes = _positive_tuple("image_sizes", image_sizes)
@@ -295,7 +298,7 @@ def save_weights(model: VisionTransformer, path: str) -> None:
     tensors = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
     metadata = {"arch": json.dumps(model.arch.to_dict()), "image_size": str(model.image_size)}
     temporary = atomic_target(path)
-    save_file(tensors, temporary, metadata=metadata)
+    save_safetensors_file(tensors, temporary, metadata=metadata)
     os.replace(temporary, path)
 
 
