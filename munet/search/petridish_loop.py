@@ -383,7 +383,12 @@ class PetridishLoop:
         self.consecutive_failures = int(state["consecutive_failures"])
         self.stop_reason = state.get("stop_reason")
         if self.stop_reason is not None and self._stop_rule() is None and self.pool:
-            self.progress(f"extending a finished run ({self.stop_reason}) with {self.settings}")
+            s = self.settings
+            self.progress(
+                f"extending a finished run ({self.stop_reason}) to max_pool_size "
+                f"{s.max_pool_size}, max_cost {s.max_cost}, max_trained {s.max_trained}, "
+                f"time_budget {s.time_budget}"
+            )
             self.stop_reason = None
 
 
