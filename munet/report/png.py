@@ -254,9 +254,9 @@ def _bars_figure(
     ax.set_xlabel(xlabel, fontsize=8)
     ax.tick_params(axis="x", labelsize=7)
     ax.set_title(title, fontsize=10)
-    if len(stacks) > 1:  # Below the axes: a legend inside would hide bars.
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.5 / height),
-                  ncol=len(stacks), frameon=False)  # fmt: skip
+    if len(stacks) > 1:  # Below the figure's x label: a legend inside would hide bars.
+        fig.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                   ncol=len(stacks), frameon=False)  # fmt: skip
     ax.grid(axis="x", alpha=0.3)
     return fig
 
