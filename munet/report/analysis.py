@@ -210,7 +210,9 @@ def mutation_effects(view: SystemView, agents: Iterable[AgentView]) -> list[Muta
     from another task was scored on other data); failed children (no score) and children
     whose parent has no score (the root model) are left out. Forced mutations
     (``force_mutations`` of the agent's config, or logged as ``(forced)``) are marked: they
-    fire in every child, so their mean is the mean over all children."""
+    fire whenever they apply, not by chance (``clone:encoder_norm`` applies when the parent's
+    ``encoder_norm`` is another agent's, i.e. mostly to a task's first children, whose
+    parents are another task's or the root's and are left out here)."""
     rows = _candidates(view)
     deltas: dict[str, list[float]] = defaultdict(list)
     quality_deltas: dict[str, list[float]] = defaultdict(list)

@@ -272,8 +272,9 @@ def mutation_effects_table(view: SystemView, labels: dict[str, str], top: int = 
     return (
         '<p class="note">Child score − parent score, averaged over the scored children each '
         "mutation fired in (several fire together, so this is what came with a mutation, "
-        'not its isolated effect). <span class="badge">forced</span> mutations fire in '
-        f"every child (force_mutations). Top {len(shown)} of {len(effects)}.</p>"
+        'not its isolated effect). Only children of a same-task parent count. <span class="badge">'
+        "forced</span> mutations (force_mutations) fire whenever they apply, not by chance. "
+        f"Top {len(shown)} of {len(effects)}.</p>"
         f'<div class="scroll"><table class="sortable" id="mutations-table"><thead><tr>{head}'
         f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
     )
