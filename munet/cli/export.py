@@ -2,6 +2,7 @@
 
 munet export -d state --task flowers --out exports/flowers     # the best published path
 munet export -d state --task flowers --agent VitCpu --path 7 --out exports/flowers-7
+munet export --search runs/vit [--trial 7] --out exports/vit       # a vit: search's model
 munet test -d state [--task flowers]                           # the immutability test
 """
 
@@ -25,11 +26,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     _add_state_dir(export)
-    export.add_argument("--task", required=True, help="the task whose path to export")
+    export.add_argument("--task", default=None, help="the task whose path to export")
     export.add_argument("--agent", default=None, help="agent class (default: any; the best)")
     export.add_argument("--path", type=int, default=None, help="path id (default: the best)")
     export.add_argument("--out", required=True, help="folder to create (must be new or empty)")
     export.add_argument("--data-dir", default=None, help="TFDS data_dir / Hugging Face cache")
+    export.add_argument(
+        "--search",
+        default=None,
+        metavar="RUN_DIR",
+        help="export a model of a vit: search (munet search --out RUN_DIR) instead: the best, "
+        "or --trial",
+    )
+    export.add_argument(
+        "--trial", type=int, default=None, help="with --search: this trial (pool model id)"
+    )
     export.set_defaults(func=_export)
 
     test = subparsers.add_parser(
@@ -71,6 +82,12 @@ def _open_store(state_dir: str):
 
 
 def _export(args: argparse.Namespace) -> int:
+    if args.search is not None:
+        return _export_search(args)
+    if args.trial is not None:
+        return _fail("export", "--trial needs --search RUN_DIR")
+    if args.task is None:
+        return _fail("export", "expected --task TASK (a system's path) or --search RUN_DIR")
     from munet.agents.published import export_published
     from munet.system import SystemStateError
 
@@ -85,6 +102,20 @@ def _export(args: argparse.Namespace) -> int:
     test_quality = metrics.get("test_quality")
     shown = "-" if test_quality is None else f"{float(test_quality):.4f}"
     print(f"exported {published.path.full_id} (test quality {shown}) to {folder}")
+    return 0
+
+
+def _export_search(args: argparse.Namespace) -> int:
+    from munet.search.export import export_search_model
+
+    try:
+        folder, model = export_search_model(args.search, args.out, args.trial)
+    except ValueError as error:  # ExportError is a ValueError
+        return _fail("export", error)
+    print(
+        f"exported trial {model.trial} of {args.search} ({model.candidate}, validation "
+        f"accuracy {model.accuracy:.4f}) to {folder}"
+    )
     return 0
 
 

@@ -1,6 +1,7 @@
 """`munet predict`: class names and probabilities of image files from an exported model.
 
     munet predict exports/flowers photos/ rose.jpg --top-k 3 --format csv
+    munet predict runs/vit photos/ [--trial 7]    # a vit: search's best model (or a trial)
 
 Exit code 0 when every image was predicted; 2 on bad input: a usage error (no model folder,
 no images), or images that could not be read (the others are still predicted and printed;
@@ -31,12 +32,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "any size and mode (grey, RGBA, palette) is accepted."
         ),
     )
-    parser.add_argument("model", help="the export folder (munet export --out DIR)")
+    parser.add_argument(
+        "model", help="the export folder (munet export --out DIR), or a vit: search's folder"
+    )
     parser.add_argument("inputs", nargs="+", help="image files and folders of images")
     parser.add_argument("--top-k", type=int, default=1, help="classes per image (default 1)")
     parser.add_argument("--format", default="table", choices=FORMATS)
     parser.add_argument("--batch-size", type=int, default=64, help="images per forward pass")
     parser.add_argument("--device", default="cpu", help="torch device (default: cpu)")
+    parser.add_argument(
+        "--trial", type=int, default=None, help="a search folder's trial (default: its best)"
+    )
     parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
@@ -53,15 +59,15 @@ def _fail(message: object) -> int:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from munet.models.export import ExportError, load_exported
+    from munet.models.export import ExportError
     from munet.models.predict import collect_images, predict_files
 
     if args.top_k < 1 or args.batch_size < 1:
         return _fail("--top-k and --batch-size must be >= 1")
     try:
-        model, preprocess = load_exported(args.model)
+        model, preprocess = _load_model(args.model, args.trial)
         files = collect_images(args.inputs)
-    except (ExportError, FileNotFoundError) as error:
+    except (ExportError, FileNotFoundError, ValueError) as error:
         return _fail(error)
     if not files:
         return _fail(f"no image files in {', '.join(args.inputs)}")
@@ -105,6 +111,26 @@ def _predict(args: argparse.Namespace) -> int:
         )
         return EXIT_BAD_INPUT
     return 0
+
+
+def _load_model(folder: str, trial: int | None):
+    """An export folder, or a search folder's model exported on the fly (to a temporary
+    folder, so it is checked and loaded exactly as an export)."""
+    import os
+    import tempfile
+
+    from munet.models.export import load_exported
+    from munet.search.run_state import STATE_FILE
+
+    if not os.path.isfile(os.path.join(folder, STATE_FILE)):
+        if trial is not None:
+            raise ValueError(f"--trial {trial}: {folder!r} is not a search folder")
+        return load_exported(folder)
+    from munet.search.export import export_search_model
+
+    with tempfile.TemporaryDirectory(prefix="munet-predict-") as scratch:
+        exported, _ = export_search_model(folder, os.path.join(scratch, "model"), trial)
+        return load_exported(exported)  # Tensors are in memory once loaded.
 
 
 def format_predictions(predictions, fmt: str) -> str:

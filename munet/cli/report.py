@@ -3,6 +3,7 @@
 munet report -d state                       # writes report.html
 munet report -d state --out r.html --png    # plus r-history.png, r-system.png, ...
 munet report -d state --watch 30            # rewrite on every commit; the page reloads
+munet report -d state --baseline docs/results/system_vs_independent/seed_0.json
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="write an HTML report of a system (leaderboard, charts, system graph)",
         description=(
             "Write one self-contained HTML file (opens offline) showing the leaderboard, each "
-            "task's quality and score over cycles, the components each task shares, "
-            "parameters per task, multipath routes and the mutations that paid off. Reads "
-            "manifests and path history only (no tensors)."
+            "task against chance and baselines, learning curves of the best paths, quality "
+            "and score over cycles, the components each task shares, parameters per task, "
+            "multipath routes and mutations ranked by their effect on score. Reads manifests "
+            "and path history only (no tensors)."
         ),
     )
     report.add_argument(
@@ -39,6 +41,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     report.add_argument(
         "--png", action="store_true", help="also write the figures as PNG files next to it"
     )
+    report.add_argument(
+        "--baseline",
+        action="append",
+        default=[],
+        metavar="FILE.json",
+        help="a baseline's test quality per task: a benchmarks/system_vs_independent.py "
+        "result or {method: {task: test quality}}; repeat to average seeds (see docs/report.md)",
+    )
     report.set_defaults(func=_report)
 
 
@@ -51,10 +61,16 @@ def _describe(view, out: str, png: bool) -> str:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from munet.report.baseline import BaselineError, load_baselines
     from munet.report.html import watch_report, write_report
 
     if "://" not in args.state_dir and not os.path.isdir(args.state_dir):
         print(f"munet: error: no state dir at {args.state_dir!r}", file=sys.stderr)
+        return 2
+    try:
+        baselines = load_baselines(args.baseline)
+    except BaselineError as error:
+        print(f"munet: error: --baseline: {error}", file=sys.stderr)
         return 2
     if args.watch is not None:
         if args.watch <= 0:
@@ -66,12 +82,13 @@ def _report(args: argparse.Namespace) -> int:
             args.out,
             args.watch,
             png=args.png,
+            baselines=baselines,
             on_write=lambda view: print(
                 f"{time.strftime('%H:%M:%S')} {_describe(view, args.out, args.png)}", flush=True
             ),
         )
         return 0
-    view = write_report(args.state_dir, args.out, png=args.png)
+    view = write_report(args.state_dir, args.out, png=args.png, baselines=baselines)
     for problem in view.warnings:
         print(f"warning: {problem}", file=sys.stderr)
     print(_describe(view, args.out, args.png))

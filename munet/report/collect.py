@@ -44,6 +44,12 @@ class Candidate:
     admitted: bool
     failure: str | None
     mutations: list[str]
+    agent_id: str = ""
+    parent: tuple[str, int] | None = None  # (agent id, path id) of the parent at sampling.
+    evals: list[float | None] = field(default_factory=list)  # Validation quality, in order.
+    # One per validation when the state records them (older states: None).
+    eval_steps: list[float] | None = None  # Train steps done at each validation.
+    train_losses: list[float | None] | None = None  # Mean train loss since the last one.
 
 
 @dataclass
@@ -68,6 +74,7 @@ class PathView:
     metrics: dict[str, Any]
     parent: str | None
     components: list[ComponentUse] = field(default_factory=list)
+    hparams: dict[str, Any] = field(default_factory=dict)
     subpaths: list[tuple[str, str]] = field(default_factory=list)  # (slot, full id)
 
     @property
@@ -97,6 +104,7 @@ class AgentView:
     published: list[PathView]
     history: list[Candidate]
     cycles: list[CycleResult]
+    config: dict[str, Any] = field(default_factory=dict)  # The latest manifest's agent config.
 
     @property
     def is_root(self) -> bool:
@@ -124,11 +132,19 @@ class SystemView:
     agents: dict[str, AgentView]
     paths: dict[str, PathView]  # Every published path, subpaths of multipath paths included.
     warnings: list[str]
+    # Per task, baselines from result files (`munet report --baseline`; munet.report.baseline).
+    baselines: dict[str, list[Any]] = field(default_factory=dict)
 
     @property
     def tasks(self) -> list[AgentView]:
-        """Agents that are not root models, by agent id."""
-        return [a for _, a in sorted(self.agents.items()) if not a.is_root]
+        """Agents that are not root models, grouped by task (tasks by name; within a task,
+        singlepath agents before multipath ones, then by agent id)."""
+        agents = [a for a in self.agents.values() if not a.is_root]
+        return sorted(agents, key=lambda a: (a.task_name, _multipath_config(a), a.agent_id))
+
+
+def _multipath_config(agent: AgentView) -> bool:
+    return bool(agent.config.get("singlepath_agent")) or agent.is_multipath
 
 
 def as_float(value: Any) -> float | None:
@@ -159,9 +175,27 @@ def _parse_list(value: Any) -> list[str]:
     return [str(v) for v in parsed] if isinstance(parsed, list) else [str(parsed)]
 
 
+def parse_numbers(value: Any) -> list[float | None] | None:
+    """A JSON list of numbers (a CSV cell, or a list) as floats, NaN and null as None; None
+    when the value is missing or not a list."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    if not isinstance(value, list):
+        return None
+    return [as_float(v) for v in value]
+
+
 def candidate_from_row(row: Mapping[str, Any]) -> Candidate:
     """A history row (strings from the CSV, or values) as a :class:`Candidate`."""
     improved = row.get("metrics.improved")
+    parent_id = _as_int(row.get("parent_id"), -1)
+    parent_agent = row.get("parent_agent_id") or None
+    steps = parse_numbers(row.get("metrics.eval_steps"))
     return Candidate(
         path_id=_as_int(row.get("id"), -1),
         cycle=_as_int(row.get("metrics.cycle_id")),
@@ -171,6 +205,11 @@ def candidate_from_row(row: Mapping[str, Any]) -> Candidate:
         admitted=improved is True or str(improved).lower() == "true",
         failure=row.get("metrics.failure") or None,
         mutations=_parse_list(row.get("metrics.mutations")),
+        agent_id=str(row.get("agent_id") or ""),
+        parent=(str(parent_agent), parent_id) if parent_agent and parent_id >= 0 else None,
+        evals=parse_numbers(row.get("metrics.evals")) or [],
+        eval_steps=None if steps is None or None in steps else [float(s) for s in steps],
+        train_losses=parse_numbers(row.get("metrics.train_losses")),
     )
 
 
@@ -252,6 +291,7 @@ def _path_view(
         task_name=record["task_name"],
         metrics=metrics,
         parent=parent,
+        hparams=dict(record.get("hparams") or {}),
     )
     # The history row has the parent at sampling time (a record's parent may have been relinked
     # to an older ancestor once the parent was pruned); the record is the fallback.
@@ -350,9 +390,11 @@ def _agent_view(
     cycles.reverse()
     published: list[PathView] = []
     task_name = agent_id
+    config: dict[str, Any] = {}
     if latest is not None:
         state, manifest = latest
         task_name = manifest.get("task_name") or agent_id
+        config = manifest.get("config") if isinstance(manifest.get("config"), dict) else {}
         try:
             for fid in manifest.get("published", []):
                 record = manifest["paths"][fid]
@@ -370,8 +412,9 @@ def _agent_view(
         cycle=last.cycle,
         generation=last.generation,
         published=published,
-        history=[candidate_from_row(r) for r in rows],
+        history=[candidate_from_row({"agent_id": agent_id, **r}) for r in rows],
         cycles=cycles,
+        config=config,
     )
 
 

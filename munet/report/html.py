@@ -96,6 +96,24 @@ table.matrix th.rot{height:110px;vertical-align:bottom;padding:0 2px}
 table.matrix th.rot div{writing-mode:vertical-rl;transform:rotate(180deg);max-height:108px;
 overflow:hidden;text-overflow:ellipsis;font-weight:500}
 .problems{border-color:#f0b429;background:#fffbea}
+.chance-line{fill:none;stroke:#6b7785;stroke-width:1;stroke-dasharray:1.5 2.5}
+.baseline-line{fill:none;stroke:#2a9d8f;stroke-width:1.3;stroke-dasharray:6 3}
+.baseline-1{stroke:#8e5cc4;stroke-dasharray:8 2 2 2}.baseline-2{stroke:#b7791f;stroke-dasharray:2 2}
+.sw.chance-line{height:0;border-top:2px dotted #6b7785;vertical-align:4px;background:none}
+.sw.baseline-line{height:0;border-top:2px dashed #2a9d8f;vertical-align:4px;background:none}
+polyline.curve{fill:none;stroke:var(--owned);stroke-width:1.4}
+circle.curve{fill:var(--owned)}
+polyline.curve-1{stroke:#8fb0ee}circle.curve-1{fill:#8fb0ee}
+.sw.curve{height:2px;vertical-align:3px;background:var(--owned)}
+table.tasks tr.task-start td{border-top:2px solid var(--line)}
+table.tasks td{vertical-align:top}
+.hp-list{display:flex;flex-wrap:wrap;gap:4px 24px;font-size:12.5px}
+details.hparams{display:inline-block}details.hparams summary{cursor:pointer;color:var(--owned)}
+table.kv th{font-weight:500;color:var(--muted)}
+.badge{display:inline-block;font-size:10.5px;padding:0 5px;border-radius:8px;
+background:#fde8d7;color:#9a3412;margin-left:4px}
+.effect{display:inline-block;height:10px;border-radius:2px}
+.effect.gain{background:var(--owned)}.effect.loss{background:var(--test)}
 """
 
 # Sortable tables: click (or Enter on) a header; numbers sort as numbers, empty cells last.
@@ -176,7 +194,9 @@ def render_report(view: SystemView, refresh_seconds: float | None = None) -> str
         names.setdefault(agent, view.paths[full_id].task_name)
     labels = sections.short_names(names, names)
     body = [
+        sections.tasks(view, labels),
         sections.leaderboard(view, labels),
+        sections.learning(view, labels),
         sections.history(view, labels),
         sections.system_graph(view, labels),
         sections.params_per_task(view, labels),
@@ -226,6 +246,7 @@ def write_report(
     refresh_seconds: float | None = None,
     png: bool = False,
     cache: dict | None = None,
+    baselines: dict | None = None,
 ) -> SystemView:
     """Reads the system and writes its report (and, with ``png``, the figures as PNG files).
 
@@ -235,6 +256,8 @@ def write_report(
         refresh_seconds: make the page reload itself this often.
         png: also write ``<out stem>-<figure>.png`` next to the HTML file.
         cache: see :func:`~munet.report.collect.collect_system` (kept by :func:`watch_report`).
+        baselines: per task, baselines to compare with (:func:`munet.report.baseline.
+            load_baselines`).
 
     Returns:
         The collected system.
@@ -243,6 +266,7 @@ def write_report(
         FileNotFoundError: no state dir there.
     """
     view = collect_system(state_dir, cache)
+    view.baselines = dict(baselines or {})
     _write_atomic(out, render_report(view, refresh_seconds))
     if png:
         from munet.report.png import write_pngs
@@ -259,6 +283,7 @@ def watch_report(
     rounds: int | None = None,
     on_write: Callable[[SystemView], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    baselines: dict | None = None,
 ) -> int:
     """Writes the report, then rewrites it whenever an agent commits a state.
 
@@ -270,6 +295,7 @@ def watch_report(
         rounds: stop after this many checks (None: until interrupted).
         on_write: called after every write with the collected system.
         sleep: how to wait (tests pass a fake).
+        baselines: see :func:`write_report`.
 
     Returns:
         The number of times the report was written.
@@ -283,7 +309,10 @@ def watch_report(
     while rounds is None or checks < rounds:
         signature = store_signature(state_dir)
         if signature != last:
-            view = write_report(state_dir, out, refresh_seconds=interval, png=png, cache=cache)
+            view = write_report(
+                state_dir, out, refresh_seconds=interval, png=png, cache=cache,
+                baselines=baselines,
+            )  # fmt: skip
             written += 1
             last = signature
             if on_write is not None:

@@ -10,25 +10,30 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from html import escape
 
+from munet.report import research
+from munet.report.analysis import quality_range
 from munet.report.collect import (
     SHARED,
     AgentView,
     PathView,
     SystemView,
     as_float,
-    mutation_counts,
 )
 from munet.report.svg import Plot, fmt_number, hbar_chart
 from munet.report.system_graph import graph_body
 
-SECTION_IDS = ("leaderboard", "history", "system", "params", "multipath", "mutations")
+SECTION_IDS = (
+    "tasks", "leaderboard", "learning", "history", "system", "params", "multipath", "mutations"
+)  # fmt: skip
 SECTION_TITLES = {
+    "tasks": "Tasks against chance and baselines",
     "leaderboard": "Leaderboard",
+    "learning": "Learning curves of the best paths",
     "history": "Quality and score over cycles",
     "system": "System graph",
     "params": "Parameters per task",
     "multipath": "Multipath paths",
-    "mutations": "Mutations in admitted paths",
+    "mutations": "Mutations ranked by effect on score",
 }
 
 
@@ -113,7 +118,27 @@ def _slug(agent_id: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in agent_id)
 
 
-def _history_plots(agent: AgentView) -> str:
+def tasks(view: SystemView, labels: dict[str, str]) -> str:
+    """Each task's agents against chance and baselines, with data source and hparams."""
+    return _section("tasks", research.tasks_overview(view, labels))
+
+
+def learning(view: SystemView, labels: dict[str, str]) -> str:
+    """Learning curves of each agent's best path's lineage."""
+    return _section("learning", research.learning(view, labels))
+
+
+def history_y_range(view: SystemView, agent: AgentView, metric: str) -> tuple[float, float]:
+    """The y range of an agent's quality or score plot (the PNG figures use the same)."""
+    values = [getattr(c, metric) for c in agent.history] + [
+        v for r in agent.cycles for v in (r.test_quality, getattr(r, metric))
+    ]
+    if metric == "quality":
+        values += research.reference_values(view, agent)
+    return quality_range(values)
+
+
+def _history_plots(view: SystemView, agent: AgentView) -> str:
     """Validation quality and score of every sampled candidate against cycle/generation."""
     history = agent.history
     per_cycle = Counter()
@@ -126,13 +151,11 @@ def _history_plots(agent: AgentView) -> str:
     last_cycle = max([c.cycle + 1 for c in history] + [r.cycle for r in agent.cycles] + [1])
     plots = []
     for metric, title in (("quality", "validation quality"), ("score", "score")):
-        values = [getattr(c, metric) for c in history]
-        known = [v for v in values if v is not None] + [
-            v for r in agent.cycles for v in (r.test_quality, getattr(r, metric)) if v is not None
-        ]
-        y_low = min([0.0, *known])
-        y_high = max([1.0, *known]) if known and max(known) > 1 else 1.0
-        plot = Plot((0, last_cycle), (y_low, y_high), title=title, x_label="cycle")
+        plot = Plot(
+            (0, last_cycle), history_y_range(view, agent, metric), title=title, x_label="cycle"
+        )
+        if metric == "quality":
+            research.reference_lines(plot, view, agent, last_cycle)
         for admitted, css in ((False, "rejected"), (True, "admitted")):
             chosen = [
                 c for c in history if c.admitted == admitted and getattr(c, metric) is not None
@@ -199,7 +222,7 @@ def history(view: SystemView, labels: dict[str, str]) -> str:
             f'<div class="card" id="task-{_slug(agent.agent_id)}"><h3 title="'
             f'{escape(agent.agent_id)}">{escape(labels[agent.agent_id])}</h3>'
             f'<p class="facts">{escape(facts)}</p><div class="plots">'
-            f"{_history_plots(agent)}</div></div>"
+            f"{_history_plots(view, agent)}</div></div>"
         )
     if not cards:
         return _section("history", '<p class="empty">No task agent has sampled a path yet.</p>')
@@ -207,7 +230,9 @@ def history(view: SystemView, labels: dict[str, str]) -> str:
         '<p class="legend"><span class="sw admitted"></span>admitted candidate '
         '<span class="sw rejected"></span>rejected candidate '
         '<span class="sw best-line"></span>best score so far '
-        '<span class="sw test"></span>test quality of the best path at the end of a cycle</p>'
+        '<span class="sw test"></span>test quality of the best path at the end of a cycle '
+        '<span class="sw chance-line"></span>chance <span class="sw baseline-line"></span>'
+        "baseline test quality (hover a line for its method)</p>"
     )
     return _section("history", legend + f'<div class="cards">{"".join(cards)}</div>')
 
@@ -294,24 +319,6 @@ def multipath(view: SystemView, labels: dict[str, str]) -> str:
     return _section("multipath", f"<p>Tasks routed through: {summary}.</p>{table}")
 
 
-def mutations(view: SystemView, labels: dict[str, str], top: int = 20) -> str:
-    """The mutations that fired most often in admitted paths, with how often they fired."""
-    counts = mutation_counts(view.tasks)[:top]
-    if not counts:
-        return _section("mutations", '<p class="empty">No mutation fired yet.</p>')
-    names = [name for name, _, _ in counts]
-    chart = hbar_chart(
-        names,
-        [
-            ("in admitted paths", [a for _, a, _ in counts], "admitted-bar"),
-            ("in rejected paths", [s - a for _, a, s in counts], "rejected-bar"),
-        ],
-        label_width=200,
-    )
-    legend = (
-        '<p class="legend"><span class="sw admitted-bar"></span>fired in admitted paths '
-        '<span class="sw rejected-bar"></span>fired in rejected paths</p>'
-    )
-    return _section(
-        "mutations", legend + chart, f"The {len(counts)} most admitted, over every task's history."
-    )
+def mutations(view: SystemView, labels: dict[str, str]) -> str:
+    """Mutations ranked by the mean change of score from parent to child (forced marked)."""
+    return _section("mutations", research.mutation_effects_table(view, labels))

@@ -106,8 +106,16 @@ class Plot:
                 )
         self.layers.append("".join(out))
 
-    def line(self, xs: Sequence[float], ys: Sequence[float], css: str, step: bool = False) -> None:
-        """A polyline through the points (``step``: horizontal then vertical segments)."""
+    def line(
+        self,
+        xs: Sequence[float],
+        ys: Sequence[float],
+        css: str,
+        step: bool = False,
+        title: str = "",
+    ) -> None:
+        """A polyline through the points (``step``: horizontal then vertical segments;
+        ``title``: its tooltip)."""
         if not xs:
             return
         coords = []
@@ -115,7 +123,12 @@ class Plot:
             if step and i:
                 coords.append(f"{self.x(xv):.1f},{self.y(ys[i - 1]):.1f}")
             coords.append(f"{self.x(xv):.1f},{self.y(yv):.1f}")
-        self.layers.append(f'<polyline class="{css}" points="{" ".join(coords)}"/>')
+        tip = f"<title>{escape(title)}</title>" if title else ""
+        self.layers.append(
+            f'<polyline class="{css}" points="{" ".join(coords)}">{tip}</polyline>'
+            if tip
+            else f'<polyline class="{css}" points="{" ".join(coords)}"/>'
+        )
 
     def render(self, x_ticks: Sequence[float] | None = None) -> str:
         """The SVG element."""

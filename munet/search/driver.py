@@ -13,7 +13,12 @@ repeat) comes from `derived_seed(seed, trial id)`, not from the order trials fin
 
 Stop rules: the strategy is done, `max_trials` trials were asked and told, or the finished
 trials' training seconds (simulated on NAS-Bench) exceed `time_budget`; what is still in
-flight then is cancelled.
+flight then is cancelled. A finished run resumed with a larger `max_trials` or `time_budget`
+(the only settings that may change on resume) goes on from where it stopped, re-submitting
+the cancelled trials first.
+
+Objectives with weights (`uses_weights`, e.g. ViTs) write each trial's trained model to
+`out_dir/models/trial-NNNNN.safetensors`, so `munet export --search` can export it.
 """
 
 from __future__ import annotations
@@ -28,6 +33,10 @@ from .executors import Executor
 from .jobs import run_objective_job
 from .objectives.base import GrowthObjective, derived_seed
 from .run_state import load_run_state, refuse_existing_state, save_run_state
+
+# The settings a resumed run may change: its budgets (a finished run then goes on).
+EXTENDABLE = frozenset({"max_trials", "time_budget"})
+MODELS_DIR = "models"
 
 
 @dataclass
@@ -97,6 +106,9 @@ class SearchRun:
 
     def run(self, max_results: int | None = None) -> SearchReport:
         """Run to a stop rule (or until `max_results` more results: an interruption)."""
+        warning = small_budget_warning(self.strategy, self.max_trials)
+        if warning and self.stop_reason is None:
+            self.progress(f"warning: {warning}")
         if self.stop_reason is None:
             for trial in self.strategy.pending:  # in flight when the state was saved
                 self._submit(trial.id, trial.candidate)
@@ -121,6 +133,12 @@ class SearchRun:
             self.progress(f"cancelled {len(cancelled)} trial(s) still in flight: {cancelled}")
         self._checkpoint()
         self.progress(f"stopped: {self.stop_reason}")
+        population = getattr(self.strategy, "population_size", None)
+        if not warning and isinstance(population, int) and len(self.results) < population:
+            self.progress(
+                f"warning: the run stopped after {len(self.results)} trials, below "
+                f"population_size {population}: every trial was a random sample (no mutation)"
+            )
         return self._report()
 
     def _asked(self) -> int:
@@ -143,6 +161,8 @@ class SearchRun:
             "candidate": self._encode(candidate),
             "seed": derived_seed(self.seed, trial_id),
         }
+        if getattr(self.objective, "uses_weights", False):
+            payload["out_weights"] = os.path.join(self.out_dir, trial_weights(trial_id))
         self.executor.submit(trial_id, run_objective_job, payload)
 
     def _tell(self, trial_id: int, result: dict[str, Any] | None, failure: str | None) -> None:
@@ -168,6 +188,8 @@ class SearchRun:
                     "metrics": result.get("metrics") or {},
                 }
             )
+            if result.get("weights"):
+                record["weights"] = os.path.relpath(result["weights"], self.out_dir)
             best = self.strategy.best
             line = (
                 f"trial {trial_id:>4} {self.objective.describe(result['candidate'])}"
@@ -226,11 +248,38 @@ class SearchRun:
         )
 
     def _load(self) -> None:
-        state = load_run_state(self.out_dir, self._identity())
+        state = load_run_state(self.out_dir, self._identity(), EXTENDABLE)
         self.strategy.load_state_dict(state["strategy_state"])
         self.results = list(state["results"])
         self.simulated_seconds = float(state["simulated_seconds"])
         self.stop_reason = state.get("stop_reason")
+        if self.stop_reason is not None and self._stop_rule() is None:
+            # A finished run with a budget it no longer meets: it goes on (the loop works out
+            # again whether the strategy has anything left).
+            self.progress(
+                f"extending a finished run ({self.stop_reason}) to max_trials "
+                f"{self.max_trials}, time_budget {self.time_budget}"
+            )
+            self.stop_reason = None
+
+
+def small_budget_warning(strategy: Strategy, max_trials: int | None) -> str | None:
+    """One line when `max_trials` is below the strategy's `population_size`: population
+    strategies sample that many random candidates before mutating any, so such a run is a
+    random search. None otherwise."""
+    population = getattr(strategy, "population_size", None)
+    if max_trials is None or not isinstance(population, int) or max_trials >= population:
+        return None
+    return (
+        f"max_trials {max_trials} is below {strategy.name}'s population_size {population}: "
+        f"its first {population} trials are random samples, so this run is a random search "
+        "(raise --max-trials or lower --option population_size)"
+    )
+
+
+def trial_weights(trial_id: int) -> str:
+    """Where a trial's trained model lies, relative to the run's folder."""
+    return os.path.join(MODELS_DIR, f"trial-{trial_id:05d}.safetensors")
 
 
 def best_so_far(results: list[dict[str, Any]], metric: str = "test_accuracy") -> list[tuple]:
@@ -241,7 +290,5 @@ def best_so_far(results: list[dict[str, Any]], metric: str = "test_accuracy") ->
             continue
         if best is None or record["objective"] > best["objective"]:
             best = record
-        curve.append(
-            (record["elapsed_seconds"], best["objective"], best["metrics"].get(metric))
-        )
+        curve.append((record["elapsed_seconds"], best["objective"], best["metrics"].get(metric)))
     return curve

@@ -7,7 +7,8 @@ and runs one job of it:
      "candidate": ..., "init_weights": path | None, "out_weights": path | None, "seed": int}
 
 seed / train -> `objective.train`, search -> `objective.grow`, evaluate -> `objective.evaluate`
-(an ask/tell trial, with the candidate in the space's JSON form).
+(an ask/tell trial, with the candidate in the space's JSON form; with `out_weights` the trained
+model is written there).
 """
 
 from __future__ import annotations
@@ -42,14 +43,19 @@ def run_objective_job(payload: dict[str, Any]) -> dict[str, Any]:
     objective = objective_of(payload["objective"])
     candidate, seed = payload["candidate"], int(payload["seed"])
     if stage in ("seed", "train"):
-        return objective.train(candidate, payload.get("init_weights"), payload.get("out_weights"),
-                               seed)
+        return objective.train(
+            candidate, payload.get("init_weights"), payload.get("out_weights"), seed
+        )
     if stage == "search":
-        return objective.grow(candidate, payload.get("init_weights"), payload.get("out_weights"),
-                              seed)
+        return objective.grow(
+            candidate, payload.get("init_weights"), payload.get("out_weights"), seed
+        )
     if stage == "evaluate":
         space = objective.search_space()
         from_json = getattr(space, "from_json", None)
         decoded = from_json(candidate) if callable(from_json) else candidate
-        return objective.evaluate(decoded, seed)
+        out_weights = payload.get("out_weights")
+        if out_weights is None:
+            return objective.evaluate(decoded, seed)
+        return objective.evaluate(decoded, seed, out_weights=out_weights)
     raise ValueError(f"unknown job stage {stage!r}; known: {', '.join(JOB_STAGES)}")

@@ -43,6 +43,12 @@ from .run_state import load_run_state, refuse_existing_state, save_run_state
 
 logger = logging.getLogger(__name__)
 
+# The settings a resumed loop may change: its stop limits (a finished loop then goes on).
+EXTENDABLE = frozenset(
+    f"settings.{name}" for name in ("max_cost", "max_pool_size", "max_trained", "time_budget")
+)
+
+
 @dataclass(frozen=True)
 class PetridishSettings:
     """Settings of the loop (Archai's `petridish` config section).
@@ -116,7 +122,8 @@ class PetridishLoop:
         executor: where jobs run (`InProcessExecutor`, `RayExecutor`).
         out_dir: output folder: state.json, models/, frontier.png, frontier.json, pool.json.
         settings: loop settings.
-        resume: continue from `out_dir/state.json` (same objective and settings required).
+        resume: continue from `out_dir/state.json` (same objective and settings required, but
+            for the stop limits: a finished loop resumed with larger ones goes on).
         progress: called with one line per finished job (e.g. `print`).
 
     Raises:
@@ -167,6 +174,12 @@ class PetridishLoop:
         if self._resumed:
             for spec in list(self.in_flight.values()):
                 self._submit_spec(spec)
+            if self.stop_reason is None and not self.in_flight and self.pool:
+                # An extended finished loop: as many growth jobs as the seed keeps in flight
+                # (one per seed model), from the pool's hull as usual.
+                for _ in self.objective.seed_candidates():
+                    self._grow_sampled_parent()
+                self._checkpoint()
         elif not self.finished and not self.in_flight:
             for candidate in self.objective.seed_candidates():
                 self._submit("seed", candidate, None, parent_id=None, sampling_count=0)
@@ -359,7 +372,7 @@ class PetridishLoop:
         )
 
     def _load(self) -> None:
-        state = load_run_state(self.out_dir, self._identity())
+        state = load_run_state(self.out_dir, self._identity(), EXTENDABLE)
         self.rng.setstate(rng_state_from_json(state["rng"]))
         self.next_job_id = int(state["next_job_id"])
         self.pool = [PoolPoint(**p) for p in state["pool"]]
@@ -369,6 +382,14 @@ class PetridishLoop:
         self.num_failed = int(state["num_failed"])
         self.consecutive_failures = int(state["consecutive_failures"])
         self.stop_reason = state.get("stop_reason")
+        if self.stop_reason is not None and self._stop_rule() is None and self.pool:
+            s = self.settings
+            self.progress(
+                f"extending a finished run ({self.stop_reason}) to max_pool_size "
+                f"{s.max_pool_size}, max_cost {s.max_cost}, max_trained {s.max_trained}, "
+                f"time_budget {s.time_budget}"
+            )
+            self.stop_reason = None
 
 
 def run_petridish(

@@ -9,7 +9,7 @@ def test_report_command_writes_the_page(synthetic_state, tmp_path, capsys):
     assert main(["report", "-d", str(synthetic_state), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert f"report of 3 tasks, 4 published paths: {out}" in printed
-    assert out.read_text().count("<section") == 6
+    assert out.read_text().count("<section") == 8
     assert list(tmp_path.glob("*.png")) == []
 
 
@@ -17,7 +17,7 @@ def test_report_command_png(synthetic_state, tmp_path, capsys):
     out = tmp_path / "r.html"
     assert main(["report", "-d", str(synthetic_state), "--out", str(out), "--png"]) == 0
     assert "(+ " in capsys.readouterr().out
-    assert len(list(tmp_path.glob("r-*.png"))) == 4
+    assert len(list(tmp_path.glob("r-*.png"))) == 5
 
 
 @pytest.mark.parametrize(
@@ -25,6 +25,7 @@ def test_report_command_png(synthetic_state, tmp_path, capsys):
     [
         (["-d", "{tmp}/nowhere"], "no state dir at '{tmp}/nowhere'"),
         (["-d", "{state}", "--watch", "0"], "--watch 0: expected seconds > 0"),
+        (["-d", "{state}", "--baseline", "{tmp}/none.json"], "'{tmp}/none.json' does not exist"),
     ],
 )
 def test_report_command_errors(synthetic_state, tmp_path, capsys, args, message):
@@ -32,3 +33,28 @@ def test_report_command_errors(synthetic_state, tmp_path, capsys, args, message)
     assert main(["report", *args, "--out", str(tmp_path / "r.html")]) == 2
     assert message.format(tmp=tmp_path) in capsys.readouterr().err
     assert not (tmp_path / "r.html").exists()
+
+
+def test_report_command_baseline(synthetic_state, tmp_path, capsys):
+    """--baseline files (one per seed) are averaged per task and shown beside each agent."""
+    import json
+
+    files = []
+    for seed, quality in enumerate((0.4, 0.5)):
+        result = {"seed": seed, "methods": {
+            "system": {"tasks": {"digits": {"test_quality": 0.99}}},
+            "independent": {"tasks": {"digits": {"test_quality": quality}}},
+        }}  # fmt: skip
+        files.append(tmp_path / f"seed_{seed}.json")
+        files[-1].write_text(json.dumps(result))
+    out = tmp_path / "r.html"
+    args = ["report", "-d", str(synthetic_state), "--out", str(out)]
+    assert main([*args, "--baseline", str(files[0]), "--baseline", str(files[1])]) == 0
+    page = out.read_text()
+    tasks = page[page.index('<section id="tasks">') : page.index('<section id="leaderboard">')]
+    assert '<th data-kind="num">independent</th>' in tasks
+    assert 'title="mean of 2 file(s), std 0.0500" class="num" data-v="0.45"' in tasks
+    assert "system" not in tasks.split("<tbody>")[0]  # The benchmark's own system is no baseline.
+    assert (
+        page.count('class="baseline-line baseline-0"') >= 2
+    )  # History and learning curve of digits.

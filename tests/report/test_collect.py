@@ -21,7 +21,8 @@ ROOT = "VitCpu~root_model~random_init"
 def test_agents_history_and_cycle_results(synthetic_state):
     view = collect_system(str(synthetic_state))
     assert sorted(view.agents) == sorted([DIGITS, SHAPE, MULTI, ROOT])
-    assert [a.agent_id for a in view.tasks] == [MULTI, DIGITS, SHAPE]
+    # Grouped by task, a task's singlepath agents before its multipath ones.
+    assert [a.agent_id for a in view.tasks] == [DIGITS, SHAPE, MULTI]
     digits = view.agents[DIGITS]
     # 2 cycles x 2 generations x (1 admitted + 1 rejected); each row once.
     assert len(digits.history) == 8
@@ -74,7 +75,7 @@ def test_mutation_counts_over_the_system(synthetic_state):
     view = collect_system(str(synthetic_state))
     counts = {name: (admitted, sampled) for name, admitted, sampled in mutation_counts(view.tasks)}
     # 12 singlepath candidates (8 digits + 4 shape), half admitted; cls cloned in admitted only.
-    assert counts == {"opt_lr": (6, 12), "clone:cls": (6, 6)}
+    assert counts == {"opt_lr": (6, 12), "clone:cls": (6, 6), "clone:encoder_norm": (6, 12)}
 
 
 def test_candidate_from_csv_strings():

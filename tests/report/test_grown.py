@@ -2,6 +2,8 @@
 
 import re
 
+import pytest
+
 from munet.agents.runner import leaderboard_rows
 from munet.report.collect import SHARED, collect_system
 from munet.report.html import write_report
@@ -27,7 +29,8 @@ def test_report_of_a_grown_system(grown_state, tmp_path):
     assert parser.errors == [] and parser.stack == []
     assert [a.get("id") for t, a in parser.elements if t == "section"] == list(SECTION_IDS)
     assert external_references(html, parser) == []
-    assert [a.agent_id for a in view.tasks] == [MULTI, "VitCpu~digits", "VitCpu~synth~shape"]
+    # A task's agents together, singlepath first.
+    assert [a.agent_id for a in view.tasks] == ["VitCpu~digits", MULTI, "VitCpu~synth~shape"]
     # The leaderboard shows what `munet leaderboard` shows.
     rows = leaderboard_rows(SystemStore(str(grown_state)))
     board = html[html.index('<section id="leaderboard">') : html.index('<section id="history">')]
@@ -35,7 +38,15 @@ def test_report_of_a_grown_system(grown_state, tmp_path):
         if row["score"] is not None:
             assert f'data-v="{row["score"]!r}"' in board
     assert len(re.findall(r"<tr[ >]", board)) == len(rows) + 1
-    for agent in view.tasks[1:]:
+    from munet.report.analysis import learning_curve
+
+    for agent in [a for a in view.tasks if a.agent_id != MULTI]:
+        # The real agents record `evals`: the best path's lineage has a learning curve, and the
+        # best path's quality is the best of its own validations.
+        curve = learning_curve(view, agent)
+        assert curve.segments and curve.segments[-1].path == agent.best.full_id
+        last = [q for q in curve.segments[-1].qualities if q is not None]
+        assert max(last) == pytest.approx(agent.best.metrics["quality"])
         # Every sampled path of the history is a candidate on the charts.
         assert len(agent.history) == 2 * agent.cycle  # 2 samples per cycle (tiny config)
         assert [r.cycle for r in agent.cycles] == list(range(1, agent.cycle + 1))

@@ -98,8 +98,10 @@ def test_params_multipath_and_mutation_sections(page):
     assert re.search(rf"<td>{SHAPE}:\d+</td>", multipath)
     assert re.search(rf"<td>{DIGITS}:\d+</td>", multipath)
     mutations = _section_html(page, "mutations")
-    labels = re.findall(r'class="bar-label"[^>]*>([^<]+)<', mutations)
-    assert labels == ["opt_lr", "clone:cls"]
+    names = re.findall(r'<td data-v="([^"]+)">\1', mutations)
+    # By mean score change over same-task parents: clone:cls fired only in admitted children.
+    assert names == ["clone:cls", "clone:encoder_norm", "opt_lr"]
+    assert "+0.0500" in mutations and mutations.count('class="badge">forced') == 2
 
 
 def test_reload_script_only_when_watching(synthetic_state):
@@ -123,7 +125,9 @@ def test_write_report_and_pngs(synthetic_state, tmp_path):
     write_report(str(synthetic_state), str(out), png=True)
     assert out.read_text().startswith("<!DOCTYPE html>")
     pngs = sorted(p.name for p in out.parent.glob("*.png"))
-    assert pngs == [f"report-{n}.png" for n in ("history", "mutations", "params", "system")]
+    assert pngs == [
+        f"report-{n}.png" for n in ("curves", "history", "mutations", "params", "system")
+    ]
     from PIL import Image
 
     for name in pngs:

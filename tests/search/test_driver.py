@@ -87,7 +87,8 @@ def test_resume_refusals(nasbench_table, tmp_path):
     _run(nasbench_table, tmp_path, max_trials=5).run()
     with pytest.raises(ValueError, match="exists: resume that run"):
         _run(nasbench_table, tmp_path, max_trials=5)
-    with pytest.raises(ValueError, match="written by another run"):
-        _run(nasbench_table, tmp_path, max_trials=6, resume=True)
+    # Another trial seed is refused, naming it (a larger max_trials extends: test_resume_export).
+    with pytest.raises(ValueError, match=r"1 setting\(s\) differ .*: seed \(saved 0, this run 1\)"):
+        _run(nasbench_table, tmp_path, max_trials=5, seed=1, resume=True)
     with pytest.raises(ValueError, match="max_trials must be >= 1"):
         _run(nasbench_table, tmp_path / "x", max_trials=0)

@@ -107,8 +107,9 @@ def test_resume_checks_and_refusals(nasbench_table, tmp_path):
     _run(nasbench_table, tmp_path, settings)
     with pytest.raises(ValueError, match="state.json exists: resume that run"):
         _run(nasbench_table, tmp_path, settings)
-    with pytest.raises(ValueError, match="written by another run"):
-        _run(nasbench_table, tmp_path, PetridishSettings(max_pool_size=9), resume=True)
+    # Another eps is refused, naming it (larger stop limits extend: test_resume_export).
+    with pytest.raises(ValueError, match=r"settings\.eps \(saved 0\.025, this run 0\.5\)"):
+        _run(nasbench_table, tmp_path, PetridishSettings(max_pool_size=8, eps=0.5), resume=True)
     # resuming a finished run only rewrites its outputs
     before = _state(tmp_path)
     report = _run(nasbench_table, tmp_path, settings, resume=True)

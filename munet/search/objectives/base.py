@@ -92,9 +92,10 @@ class GrowthObjective(ABC):
         """A `munet.search` space over the same candidates, for the ask/tell strategies."""
         raise NotImplementedError(f"objective {self.kind!r} has no search space")
 
-    def evaluate(self, candidate: Candidate, seed: int) -> Result:
-        """Score a candidate from scratch (an ask/tell trial): train it without weights out."""
-        return self.train(candidate, None, None, seed)
+    def evaluate(self, candidate: Candidate, seed: int, out_weights: str | None = None) -> Result:
+        """Score a candidate from scratch (an ask/tell trial): train it, writing the trained
+        model to `out_weights` when given."""
+        return self.train(candidate, None, out_weights, seed)
 
 
 class GrowthError(RuntimeError):

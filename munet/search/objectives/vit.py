@@ -1,7 +1,8 @@
 """ViT models on a munet task, really trained: Petridish grows them one encoder block at a time.
 
 - Candidate: `{"num_layers": L, "width": D, "image_size": S}` (JSON); heads, MLP ratio and
-  patch size are the objective's. Seed models: the grid `layers x widths x image_sizes`.
+  patch size are the objective's. Seed models: the grid `layers x widths x image_sizes`, which
+  is also the whole space of the ask/tell strategies.
 - Seed and train jobs: Adam on the task's training stream for `seed_steps` / `train_steps`
   steps (all parameters; a train job starts from its search job's weights), then
   error = 1 - validation accuracy over the task's validation batches.
@@ -139,9 +140,7 @@ class VitObjective(GrowthObjective):
     def seed_candidates(self) -> list[Candidate]:
         return [
             {"num_layers": layers, "width": width, "image_size": size}
-            for layers, width, size in itertools.product(
-                self.layers, self.widths, self.image_sizes
-            )
+            for layers, width, size in itertools.product(self.layers, self.widths, self.image_sizes)
         ]
 
     def arch(self, candidate: Candidate) -> VitArch:
@@ -172,9 +171,11 @@ class VitObjective(GrowthObjective):
         return f"L{candidate['num_layers']}-D{candidate['width']}-S{candidate['image_size']}"
 
     def search_space(self) -> ChoiceSpace:
+        """The ask/tell strategies' space: exactly the grid given (`layers` x `widths` x
+        `image_sizes`; Petridish alone grows deeper than `layers`)."""
         return ChoiceSpace(
             {
-                "num_layers": list(range(min(self.layers), max(self.layers) + 2)),
+                "num_layers": sorted(set(self.layers)),
                 "width": list(self.widths),
                 "image_size": list(self.image_sizes),
             }
