@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "export",
     "predict",
     "checkpoint",
+    "pretrain",
     "tasks",
     "nasbench",
     "es",

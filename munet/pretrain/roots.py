@@ -1,0 +1,58 @@
+"""The built-in pretrained roots shipped with munet (package data in ``munet/pretrain/roots``).
+
+Each preset with one has ``roots/<PRESET>.safetensors`` (munet component names, headless) and
+``roots/<PRESET>.json``, its card (:func:`munet.pretrain.loop.make_card`): the command that
+made it, steps, seed, wall time, machine load, sha256 of the file and transfer figures.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOTS_DIR = Path(__file__).resolve().parent / "roots"
+
+
+@dataclass(frozen=True)
+class BuiltinRoot:
+    """A shipped root: its preset, weights file and card."""
+
+    preset: str
+    file: Path
+    card_file: Path
+
+    def card(self) -> dict[str, Any]:
+        return json.loads(self.card_file.read_text())
+
+
+def builtin_roots(directory: Path = ROOTS_DIR) -> dict[str, BuiltinRoot]:
+    """The shipped roots by preset name (those with both a weights file and a card)."""
+    roots = {}
+    for card_file in sorted(directory.glob("*.json")):
+        file = card_file.with_suffix(".safetensors")
+        if file.is_file():
+            roots[card_file.stem] = BuiltinRoot(card_file.stem, file, card_file)
+    return roots
+
+
+def builtin_root(preset: str) -> BuiltinRoot | None:
+    """The shipped root of ``preset``, or None when it has none."""
+    return builtin_roots().get(preset)
+
+
+def verify_root(root: BuiltinRoot) -> None:
+    """Checks the weights file against its card's sha256.
+
+    Raises:
+        ValueError: the file's hash differs from the card's (a damaged or replaced file).
+    """
+    from munet.pretrain.loop import sha256_file
+
+    expected = root.card().get("sha256")
+    actual = sha256_file(root.file)
+    if actual != expected:
+        raise ValueError(
+            f"built-in root {root.file}: sha256 {actual} differs from its card's {expected}"
+        )
