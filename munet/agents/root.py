@@ -5,7 +5,10 @@ locked by it (every agent shares or clones them, none trains them in place):
 
 - ``random_init``: a headless model of the preset's defaults, freshly initialised;
 - ``checkpoint``: the preset's defaults loaded from a local checkpoint file (Google augreg
-  .npz or safetensors; ``config.checkpoint_path``), head dropped.
+  .npz or safetensors; ``config.checkpoint_path``), head dropped;
+- ``pretrained``: the preset's built-in pretrained root, shipped with munet (made offline by
+  ``munet pretrain`` on procedural images; ``munet.pretrain.roots``), checked against its
+  card's sha256. :func:`default_root_kind` picks it where the preset has one.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from munet.system import Path, Population, SystemStore, format_agent_id
 
 log = logging.getLogger("munet.agents")
 
-ROOT_KINDS = ("random_init", "checkpoint")
+ROOT_KINDS = ("random_init", "checkpoint", "pretrained")
 
 
 def _registered_checkpoint_hint(config: AgentConfig) -> str:
@@ -40,6 +43,25 @@ def _registered_checkpoint_hint(config: AgentConfig) -> str:
         f" (the preset's checkpoint: `munet checkpoint fetch {config.name}` downloads "
         f"{spec.url} to {default_checkpoint_dir() / spec.filename})"
     )
+
+
+def default_root_kind(config: AgentConfig) -> str:
+    """``pretrained`` where the preset (or a multipath preset's singlepath one) ships a
+    built-in root, else ``random_init``."""
+    from munet.pretrain import builtin_root
+
+    name = config.singlepath_agent if config.is_multipath else config.name
+    return "pretrained" if builtin_root(name) is not None else "random_init"
+
+
+def existing_root_kind(config: AgentConfig, store: SystemStore | str) -> str | None:
+    """The kind of the root model ``config``'s agent class already has in ``store``, if any
+    (so a resumed run keeps the root it started from)."""
+    store = store if isinstance(store, SystemStore) else SystemStore(str(store))
+    for kind in ROOT_KINDS:
+        if store.latest_state(root_agent_id(config, kind)) is not None:
+            return kind
+    return None
 
 
 def root_agent_id(config: AgentConfig, kind: str) -> str:
@@ -56,13 +78,15 @@ def create_root_model(
         config: the agent preset (its ``model``, ``hparams_defaults`` and, for
             ``checkpoint``, ``checkpoint_path``).
         store: the system state (or its dir).
-        kind: ``random_init`` or ``checkpoint``.
+        kind: ``random_init``, ``checkpoint`` or ``pretrained`` (:func:`default_root_kind`).
 
     Returns:
         The root path (the existing one when the root model was already created).
 
     Raises:
-        ValueError: unknown kind, or ``checkpoint`` without an existing ``checkpoint_path``.
+        ValueError: unknown kind, ``checkpoint`` without an existing ``checkpoint_path``,
+            ``pretrained`` for a preset without a built-in root, or a built-in root whose
+            file does not match its card's sha256.
     """
     if config.is_multipath:
         raise ValueError(
@@ -79,6 +103,19 @@ def create_root_model(
             )
         if not os.path.exists(config.checkpoint_path):
             raise ValueError(f"checkpoint_path {config.checkpoint_path!r} does not exist")
+    builtin = None
+    if kind == "pretrained":
+        from munet.pretrain import builtin_root, builtin_roots, verify_root
+
+        builtin = builtin_root(config.name)
+        if builtin is None:
+            shipped = ", ".join(builtin_roots()) or "none"
+            raise ValueError(
+                f"preset {config.name} has no built-in pretrained root (presets with one: "
+                f"{shipped}); use --root random_init, or --root checkpoint with a file from "
+                f"`munet pretrain --agent {config.name}`"
+            )
+        verify_root(builtin)
     store = store if isinstance(store, SystemStore) else SystemStore(str(store))
     agent_id = root_agent_id(config, kind)
     existing = store.latest_state(agent_id)
@@ -94,6 +131,9 @@ def create_root_model(
     if kind == "random_init":
         generator = torch.Generator().manual_seed(config.seed)
         tensors = init_components(arch, image_size, generator)
+    elif builtin is not None:
+        log.info("root model from the built-in pretrained root %s", builtin.file)
+        tensors = load_checkpoint(builtin.file, arch, image_size)
     else:
         tensors = load_checkpoint(config.checkpoint_path, arch, image_size)
     with store.lock(agent_id):

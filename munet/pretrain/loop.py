@@ -37,6 +37,7 @@ from munet.models import VitArch, init_components, load_components, save_safeten
 from munet.models.components import split_components
 from munet.models.vit import VisionTransformer
 from munet.pretrain.generators import RECIPES, make_recipe, sample_batch
+from munet.pretrain.roots import sha256_file
 
 log = logging.getLogger("munet.pretrain")
 
@@ -393,14 +394,6 @@ def root_components(model: VisionTransformer, dtype: torch.dtype) -> dict:
         component: {name: t.detach().cpu().to(dtype) for name, t in tensors.items()}
         for component, tensors in components.items()
     }
-
-
-def sha256_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _write_root(

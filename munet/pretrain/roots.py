@@ -7,6 +7,7 @@ made it, steps, seed, wall time, machine load, sha256 of the file and transfer f
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,11 +49,18 @@ def verify_root(root: BuiltinRoot) -> None:
     Raises:
         ValueError: the file's hash differs from the card's (a damaged or replaced file).
     """
-    from munet.pretrain.loop import sha256_file
-
     expected = root.card().get("sha256")
     actual = sha256_file(root.file)
     if actual != expected:
         raise ValueError(
             f"built-in root {root.file}: sha256 {actual} differs from its card's {expected}"
         )
+
+
+def sha256_file(path: str | Path) -> str:
+    """The hex sha256 of a file (read in 1 MiB blocks)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
