@@ -142,7 +142,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "From an empty state dir: VitCpu's built-in pretrained root model, then agents on "
             "digits and three generated tasks, cycle by cycle; then multipath agents on the "
-            "weakest tasks; ends with the leaderboard and multipath vs singlepath. Rerunning resumes."
+            "weakest tasks; ends with the leaderboard and multipath vs singlepath. "
+            "Rerunning resumes."
         ),
     )
     _add_common(demo, DEFAULT_DEMO_STATE_DIR)
