@@ -61,6 +61,7 @@ log = logging.getLogger("munet.agents")
 ROOT_TASK_PREFIX = "root_model/"
 
 
+
 def stable_seed(*parts: Any) -> int:
     """A seed that depends only on ``parts`` (not on Python's hash randomisation)."""
     return zlib.crc32(":".join(str(p) for p in parts).encode())
@@ -80,7 +81,9 @@ class BuiltModel:
     trainable: dict[str, Tensors]
 
 
-def device_tensors(component: AnyComponent, device: torch.device, trainable: bool) -> Tensors:
+def device_tensors(
+    component: AnyComponent, device: torch.device, trainable: bool
+) -> Tensors:
     """The component's tensors on ``device``: fresh leaves that require grad when trainable
     (the path's own copy to train), else the stored tensors moved (never written)."""
     if trainable:

@@ -105,5 +105,7 @@ def record_row(record: dict) -> dict:
         row[key] = metrics.get(key)
     # A multipath path's subpaths: the agents and path ids it routes through.
     subpaths = (record.get("hparams") or {}).get("paths") or {}
-    row["paths"] = " ".join(f"{ref['agent_id']}:{ref['id']}" for _, ref in sorted(subpaths.items()))
+    row["paths"] = " ".join(
+        f"{ref['agent_id']}:{ref['id']}" for _, ref in sorted(subpaths.items())
+    )
     return row

@@ -273,6 +273,7 @@ class SinglepathAgent(Agent):
         return {k: v.clone() for k, v in self._posembed_cache[key].items()}
 
 
+
 def _fresh_component(
     name: str, arch: VitArch, image_size: int, generator: torch.Generator
 ) -> dict[str, torch.Tensor]:

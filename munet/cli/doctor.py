@@ -1,7 +1,7 @@
 """`munet doctor`: find damaged states in a state dir, and move them aside.
 
-munet doctor -d state                  # list damaged states (exit code 5 if any)
-munet doctor -d state --quarantine     # move them to state/.quarantine/ (never deletes)
+    munet doctor -d state                  # list damaged states (exit code 5 if any)
+    munet doctor -d state --quarantine     # move them to state/.quarantine/ (never deletes)
 """
 
 from __future__ import annotations

@@ -59,9 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--workers",
-        type=_positive_int,
-        default=None,
+        "--workers", type=_positive_int, default=None,
         help="trials in flight (default 1 in process; the cluster's CPUs on Ray)",
     )
     parser.add_argument("--ray", action="store_true", help="run jobs as Ray tasks (local Ray)")
@@ -73,20 +71,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--max-trials", type=_positive_int, help="stop after this many models")
     parser.add_argument(
-        "--set",
-        dest="settings",
-        type=_key_value,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="objective setting, e.g. widths=[16,32] or epochs=36",
+        "--set", dest="settings", type=_key_value, action="append", default=[],
+        metavar="KEY=VALUE", help="objective setting, e.g. widths=[16,32] or epochs=36",
     )
     parser.add_argument(
-        "--option",
-        type=_key_value,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
+        "--option", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
         help="strategy option (ask/tell strategies), e.g. population_size=20",
     )
     petridish = parser.add_argument_group("petridish loop")
