@@ -46,12 +46,25 @@ def _registered_checkpoint_hint(config: AgentConfig) -> str:
 
 
 def default_root_kind(config: AgentConfig) -> str:
-    """``pretrained`` where the preset (or a multipath preset's singlepath one) ships a
-    built-in root, else ``random_init``."""
+    """``pretrained`` where the preset ships a built-in root that fits the config (same model
+    size, at least its ``num_layers`` blocks), else ``random_init``."""
     from munet.pretrain import builtin_root
 
-    name = config.singlepath_agent if config.is_multipath else config.name
-    return "pretrained" if builtin_root(name) is not None else "random_init"
+    if config.is_multipath:
+        return "random_init"
+    builtin = builtin_root(config.name)
+    if builtin is None:
+        return "random_init"
+    recipe = builtin.card().get("recipe", {})
+    layers = int(config.hparams_defaults.get("num_layers", 0))
+    if recipe.get("model") != config.model or layers > int(recipe.get("num_layers", 0)):
+        log.info(
+            "the built-in root of %s (%s, %s blocks) does not fit model %s with %d blocks: "
+            "random_init root",
+            config.name, recipe.get("model"), recipe.get("num_layers"), config.model, layers,
+        )  # fmt: skip
+        return "random_init"
+    return "pretrained"
 
 
 def existing_root_kind(config: AgentConfig, store: SystemStore | str) -> str | None:

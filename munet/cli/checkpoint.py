@@ -1,4 +1,5 @@
-"""`munet checkpoint list|fetch`: the pretrained ViT checkpoints of the µNet presets."""
+"""`munet checkpoint list|fetch`: the pretrained ViT checkpoints of the µNet presets, and the
+built-in pretrained roots shipped with munet (`munet.pretrain.roots`)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,25 @@ def _list(args: argparse.Namespace) -> int:
             f"{name:6} {spec.size:6} layers={spec.num_layers:<3} image={spec.image_size:<4} "
             f"{status:8} {spec.url}"
         )
+    _list_builtin_roots()
     return 0
+
+
+def _list_builtin_roots() -> None:
+    """The shipped roots: preset, file, size, how they were made (from their cards)."""
+    from munet.pretrain import builtin_roots
+
+    roots = builtin_roots()
+    print(f"built-in pretrained roots (munet root --root pretrained, the default): {len(roots)}")
+    for name, root in roots.items():
+        card = root.card()
+        recipe = card.get("recipe", {})
+        print(
+            f"{name:6} {recipe.get('model', '?'):6} {recipe.get('recipe', '?')} "
+            f"steps={card.get('steps')} seed={card.get('seed')} dtype={card.get('dtype')} "
+            f"{root.file.stat().st_size // 1024} KiB  source: {root.file} "
+            f"(made by: {card.get('command') or 'munet pretrain'})"
+        )
 
 
 def _fetch(args: argparse.Namespace) -> int:

@@ -241,6 +241,7 @@ def pretrain(
     progress: bool = True,
     command: str = "",
     stop_at: int | None = None,
+    eval_examples: int = 1024,
 ) -> PretrainResult:
     """Pretrains ``spec``'s model in ``work_dir`` (resuming a run found there).
 
@@ -257,6 +258,7 @@ def pretrain(
         command: the command line, recorded in the card.
         stop_at: end this session once this step is done (a checkpoint is written there),
             as if killed just after it; a rerun continues. None: run to the budget.
+        eval_examples: held-out images scored at each checkpoint.
 
     Raises:
         ValueError: bad budget or spec; PretrainStateError: the work dir holds another spec.
@@ -349,7 +351,7 @@ def pretrain(
             done = meta["total_steps"] is not None and meta["step"] >= meta["total_steps"]
             stopping = stop_at is not None and meta["step"] >= stop_at
             if meta["step"] % checkpoint_every == 0 or done or stopping:
-                accuracy = evaluate(model, spec, recipe, torch_device)
+                accuracy = evaluate(model, spec, recipe, torch_device, eval_examples)
                 meta["history"].append(
                     {
                         "step": meta["step"],

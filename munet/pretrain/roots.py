@@ -28,10 +28,11 @@ class BuiltinRoot:
         return json.loads(self.card_file.read_text())
 
 
-def builtin_roots(directory: Path = ROOTS_DIR) -> dict[str, BuiltinRoot]:
-    """The shipped roots by preset name (those with both a weights file and a card)."""
+def builtin_roots(directory: Path | None = None) -> dict[str, BuiltinRoot]:
+    """The shipped roots by preset name (those with both a weights file and a card) in
+    ``directory`` (default: :data:`ROOTS_DIR`)."""
     roots = {}
-    for card_file in sorted(directory.glob("*.json")):
+    for card_file in sorted(Path(directory or ROOTS_DIR).glob("*.json")):
         file = card_file.with_suffix(".safetensors")
         if file.is_file():
             roots[card_file.stem] = BuiltinRoot(card_file.stem, file, card_file)
