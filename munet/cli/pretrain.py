@@ -49,6 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=["float32", "float16", "bfloat16"],
         help="dtype of the written root file (float32)",
     )
+    parser.add_argument(
+        "--eval-examples", type=int, default=1024, help="held-out images scored per checkpoint"
+    )
     parser.add_argument("--device", help="cpu or cuda (default: cuda when available)")
     parser.add_argument(
         "--threads", type=int, default=0, help="intra-op threads (0: all usable cores)"
@@ -104,6 +107,7 @@ def _pretrain(args: argparse.Namespace) -> int:
             device=args.device,
             progress=args.progress,
             command=shlex.join(["munet", *sys.argv[1:]]) if sys.argv[1:] else "",
+            eval_examples=args.eval_examples,
         )
     except PretrainStateError as err:
         print(f"munet: error: {err}", file=sys.stderr)

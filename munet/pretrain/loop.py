@@ -272,6 +272,8 @@ def pretrain(
         raise ValueError(f"minutes {minutes!r}: expected a positive number")
     if checkpoint_every < 1:
         raise ValueError(f"checkpoint_every {checkpoint_every!r}: expected a positive integer")
+    if eval_examples < 1:
+        raise ValueError(f"eval_examples {eval_examples!r}: expected a positive integer")
     if root_dtype not in ROOT_DTYPES:
         raise ValueError(f"root dtype {root_dtype!r}: expected one of {', '.join(ROOT_DTYPES)}")
     work = Path(work_dir)
