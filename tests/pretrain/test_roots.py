@@ -19,7 +19,7 @@ TINY = ["num_layers=1", "hparams_mutation_ranges.num_layers=[0, 1]", "ds_image_s
 
 def root_tensors(state_dir, config, kind):
     loaded = SystemStore(str(state_dir)).load(root_agent_id(config, kind), [])
-    return {c.key: c.tensors for c in loaded.population.own_paths[0].components}
+    return {c.name: c.tensors for c in loaded.population.own_paths[0].components}
 
 
 def test_shipped_roots_match_their_cards():
