@@ -145,7 +145,6 @@ def create_root_model(
         generator = torch.Generator().manual_seed(config.seed)
         tensors = init_components(arch, image_size, generator)
     elif builtin is not None:
-        log.info("root model from the built-in pretrained root %s", builtin.file)
         tensors = load_checkpoint(builtin.file, arch, image_size)
     else:
         tensors = load_checkpoint(config.checkpoint_path, arch, image_size)
@@ -162,5 +161,6 @@ def create_root_model(
         path = population.new_path(hparams, components, parent=None)
         population.add_path(path)
         store.save_state(population, 0, 0, config.to_dict())
-    log.info("created root model %s with %d components", agent_id, len(components))
+    source = f" from the built-in pretrained root {builtin.file}" if builtin is not None else ""
+    log.info("created root model %s with %d components%s", agent_id, len(components), source)
     return path
