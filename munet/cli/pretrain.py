@@ -62,6 +62,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_pretrain)
 
 
+# Options that decide the weights, as (flag, attribute, default): the card's command names
+# those that differ from their defaults, so it reruns the same pretraining.
+_RECORDED = (
+    ("--recipe", "recipe", "fractal"),
+    ("--classes", "classes", 100),
+    ("--batch-size", "batch_size", 128),
+    ("--lr", "lr", 1e-3),
+    ("--image-size", "image_size", None),
+    ("--seed", "seed", 0),
+    ("--checkpoint-every", "checkpoint_every", 100),
+    ("--dtype", "dtype", "float32"),
+)
+
+
+def _command_line(args: argparse.Namespace) -> str:
+    """The `munet pretrain` command that makes this root (for the card)."""
+    parts = ["munet", "pretrain", "--agent", args.agent]
+    if args.steps is not None:
+        parts += ["--steps", str(args.steps)]
+    else:
+        parts += ["--minutes", str(args.minutes)]
+    parts += ["--out", args.out]
+    for flag, attribute, default in _RECORDED:
+        value = getattr(args, attribute)
+        if value != default:
+            parts += [flag, str(value)]
+    return shlex.join(parts)
+
+
 def _pretrain(args: argparse.Namespace) -> int:
     import json
     import logging
@@ -106,7 +135,7 @@ def _pretrain(args: argparse.Namespace) -> int:
             root_dtype=args.dtype,
             device=args.device,
             progress=args.progress,
-            command=shlex.join(["munet", *sys.argv[1:]]) if sys.argv[1:] else "",
+            command=_command_line(args),
             eval_examples=args.eval_examples,
         )
     except PretrainStateError as err:

@@ -11,7 +11,10 @@ def test_pretrain_writes_a_root_and_card_and_resumes(tmp_path, capsys):
     assert main(["pretrain", "--agent", "VitCpu", "--steps", "2", "--out", out, *TINY]) == 0
     card = json.loads((tmp_path / "run" / "card.json").read_text())
     assert card["steps"] == 2 and card["recipe"]["image_size"] == 8
-    assert card["command"] == "" or card["command"].startswith("munet")
+    assert card["command"] == (
+        f"munet pretrain --agent VitCpu --steps 2 --out {out} --classes 3 --batch-size 4 "
+        "--image-size 8"
+    )
     assert "pretrained VitCpu (fractal): 2 steps" in capsys.readouterr().out
     # Rerun of the same command: already done, same root.
     assert main(["pretrain", "--agent", "VitCpu", "--steps", "2", "--out", out, *TINY]) == 0
