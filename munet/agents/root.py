@@ -47,7 +47,8 @@ def _registered_checkpoint_hint(config: AgentConfig) -> str:
 
 def default_root_kind(config: AgentConfig) -> str:
     """``pretrained`` where the preset ships a built-in root that fits the config (same model
-    size, at least its ``num_layers`` blocks), else ``random_init``."""
+    size, at least its ``num_layers`` blocks) and whose card does not set ``default_root``
+    false, else ``random_init``."""
     from munet.pretrain import builtin_root
 
     if config.is_multipath:
@@ -55,7 +56,12 @@ def default_root_kind(config: AgentConfig) -> str:
     builtin = builtin_root(config.name)
     if builtin is None:
         return "random_init"
-    recipe = builtin.card().get("recipe", {})
+    card = builtin.card()
+    if not card.get("default_root", True):
+        # The card says the root is not good enough to start from by default (it stays
+        # available as --root pretrained).
+        return "random_init"
+    recipe = card.get("recipe", {})
     layers = int(config.hparams_defaults.get("num_layers", 0))
     if recipe.get("model") != config.model or layers > int(recipe.get("num_layers", 0)):
         log.info(

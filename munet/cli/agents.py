@@ -91,8 +91,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         choices=["pretrained", "random_init", "checkpoint"],
         help=(
-            "pretrained (the preset's built-in root; the default where it has one: VitCpu, "
-            "VitT3), random_init (the default elsewhere), or checkpoint (needs --set "
+            "pretrained (the preset's built-in root; the default where its card marks it so: "
+            "VitCpu), random_init (the default elsewhere), or checkpoint (needs --set "
             "checkpoint_path=FILE, an augreg .npz or a safetensors file)"
         ),
     )

@@ -52,14 +52,16 @@ def _list_builtin_roots() -> None:
     from munet.pretrain import builtin_roots
 
     roots = builtin_roots()
-    print(f"built-in pretrained roots (munet root --root pretrained, the default): {len(roots)}")
+    print(f"built-in pretrained roots (munet root --root pretrained): {len(roots)}")
     for name, root in roots.items():
         card = root.card()
         recipe = card.get("recipe", {})
         print(
             f"{name:6} {recipe.get('model', '?'):6} {recipe.get('recipe', '?')} "
             f"steps={card.get('steps')} seed={card.get('seed')} dtype={card.get('dtype')} "
-            f"{root.file.stat().st_size // 1024} KiB  source: {root.file} "
+            f"{root.file.stat().st_size // 1024} KiB "
+            f"{'default' if card.get('default_root', True) else 'opt-in (--root pretrained)'}  "
+            f"source: {root.file} "
             f"(made by: {card.get('command') or 'munet pretrain'})"
         )
 

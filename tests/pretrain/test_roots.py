@@ -83,6 +83,8 @@ def test_a_preset_without_a_builtin_root_names_the_ones_with_one(tmp_path):
         create_root_model(get_preset("VitB"), tmp_path, "pretrained")
     assert default_root_kind(get_preset("VitB")) == "random_init"
     assert default_root_kind(get_preset("VitCpu")) == "pretrained"
+    # VitT3 ships one, but its card marks it as not good enough to be the default.
+    assert default_root_kind(get_preset("VitT3")) == "random_init"
 
 
 def test_the_shipped_vitcpu_root_becomes_the_default_root_model(tmp_path):
