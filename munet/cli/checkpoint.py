@@ -57,7 +57,7 @@ def _list_builtin_roots() -> None:
         card = root.card()
         recipe = card.get("recipe", {})
         print(
-            f"{name:6} {recipe.get('model', '?'):6} {recipe.get('recipe', '?')} "
+            f"root {name:6} {recipe.get('model', '?'):6} {recipe.get('recipe', '?')} "
             f"steps={card.get('steps')} seed={card.get('seed')} dtype={card.get('dtype')} "
             f"{root.file.stat().st_size // 1024} KiB "
             f"{'default' if card.get('default_root', True) else 'opt-in (--root pretrained)'}  "

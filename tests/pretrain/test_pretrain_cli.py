@@ -37,7 +37,8 @@ def test_checkpoint_list_shows_the_builtin_roots(capsys):
     out = capsys.readouterr().out
     assert "built-in pretrained roots" in out
     for name in ("VitCpu", "VitT3"):
-        assert any(line.startswith(name) and "source:" in line for line in out.splitlines())
+        assert any(line.startswith(f"root {name} ") and "source:" in line
+                   for line in out.splitlines())  # fmt: skip
 
 
 def test_root_defaults_to_the_pretrained_root_and_random_init_stays(tmp_path, capsys):
