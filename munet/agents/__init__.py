@@ -10,7 +10,8 @@ Public API:
 - `MultipathAgent(...)`: the same for multipath presets (`MultiVit*`): combines whole paths of
   the singlepath agents of its class; `make_agent(config, task, store, ...)` picks the kind.
 - `Agent`: the cycle both kinds share (munet.agents.cycle).
-- `create_root_model(config, store, kind="random_init" | "checkpoint") -> Path`.
+- `create_root_model(config, store, kind="random_init" | "checkpoint" | "pretrained") -> Path`;
+  `default_root_kind(config)`: "pretrained" where the preset ships a built-in root.
 - `IndependentAgent(config, task, store)`: one task's model trained alone from the root
   (`.train_alone(hparams, steps)`, `.random_search(steps, num_trials)`), the baseline of
   benchmarks/system_vs_independent.py; `default_hparams(config)`, `random_hparams(config, rng)`.
@@ -36,7 +37,7 @@ from munet.agents.mutation import (
     mutate_hparams,
 )
 from munet.agents.reuse import ComponentChoice, choose_component
-from munet.agents.root import ROOT_KINDS, create_root_model, root_agent_id
+from munet.agents.root import ROOT_KINDS, create_root_model, default_root_kind, root_agent_id
 from munet.agents.runner import leaderboard_rows, make_agent, resolve_config
 from munet.agents.selection import ParentChoice, decay_selection, select_parent
 from munet.agents.singlepath import (
@@ -66,6 +67,7 @@ __all__ = [
     "SinglepathAgent",
     "choose_component",
     "create_root_model",
+    "default_root_kind",
     "decay_selection",
     "default_hparams",
     "do_mutate",

@@ -1,6 +1,7 @@
 """``munet demo``: a small multitask system grown from scratch on a laptop CPU.
 
-A random-init root model of the ``VitCpu`` preset, then one singlepath agent per task (the
+The ``VitCpu`` preset's built-in pretrained root model (random-init with ``root_kind=
+"random_init"``, or where the preset ships none), then one singlepath agent per task (the
 embedded ``digits`` and three generated ``synth/*`` tasks) run in rounds, one cycle of every
 agent per round, so each cycle sees the paths the other agents published before it. Agents of a
 round run in parallel worker processes (one per CPU core, one thread each); the first task's
@@ -24,7 +25,7 @@ from typing import Any
 
 from munet.agents.cycle import Agent
 from munet.agents.reports import RunReport
-from munet.agents.root import create_root_model
+from munet.agents.root import create_root_model, default_root_kind, existing_root_kind
 from munet.agents.runner import leaderboard_rows, make_agent, resolve_config
 from munet.config import (
     DEFAULT_DEMO_CYCLES,
@@ -145,6 +146,7 @@ def run_demo(
     multipath_tasks: int = DEMO_MULTIPATH_TASKS,
     multipath_cycles: int = DEMO_MULTIPATH_CYCLES,
     tracking: TrackingSettings | None = None,
+    root_kind: str | None = None,
 ) -> DemoResult:
     """Runs (or resumes) the demo and prints its summary through ``echo``.
 
@@ -161,6 +163,8 @@ def run_demo(
         multipath_tasks: run the multipath stage on this many of the weakest tasks (0: none).
         multipath_cycles: cycles of each multipath agent.
         tracking: TensorBoard / W&B logging of every agent (munet.tracking), or None.
+        root_kind: the root model (``pretrained``, ``random_init``); None: the root the
+            state dir already has, else the preset's default (``default_root_kind``).
 
     Raises:
         munet.config.ConfigError / ValueError: bad override, task or count (cycles < 1,
@@ -192,7 +196,10 @@ def run_demo(
         )
         for task in tasks
     }
-    root = create_root_model(resolve_config(DEMO_AGENT, overrides), store, "random_init")
+    root_config = resolve_config(DEMO_AGENT, overrides)
+    if root_kind is None:
+        root_kind = existing_root_kind(root_config, store) or default_root_kind(root_config)
+    root = create_root_model(root_config, store, root_kind)
     echo(
         f"root model {root.full_id}: {len(root.components)} components, {root.num_params()} params"
     )

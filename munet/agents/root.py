@@ -6,7 +6,10 @@ locked by it (every agent shares or clones them, none trains them in place):
 - ``random_init``: a headless model of the preset's defaults, freshly initialised;
 - ``checkpoint``: the preset's defaults loaded from a local checkpoint (``config.checkpoint_path``:
   a Google augreg .npz, a timm / Hugging Face / munet state dict in .safetensors or
-  .pth/.pt/.bin, or a Hugging Face ``save_pretrained`` folder), head dropped.
+  .pth/.pt/.bin, or a Hugging Face ``save_pretrained`` folder), head dropped;
+- ``pretrained``: the preset's built-in pretrained root, shipped with munet (made offline by
+  ``munet pretrain`` on procedural images; ``munet.pretrain.roots``), checked against its
+  card's sha256. :func:`default_root_kind` picks it where the preset has one.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from munet.system import Path, Population, SystemStore, format_agent_id
 
 log = logging.getLogger("munet.agents")
 
-ROOT_KINDS = ("random_init", "checkpoint")
+ROOT_KINDS = ("random_init", "checkpoint", "pretrained")
 
 
 def _registered_checkpoint_hint(config: AgentConfig) -> str:
@@ -46,6 +49,44 @@ def _registered_checkpoint_hint(config: AgentConfig) -> str:
     )
 
 
+def default_root_kind(config: AgentConfig) -> str:
+    """``pretrained`` where the preset ships a built-in root that fits the config (same model
+    size, at least its ``num_layers`` blocks) and whose card does not set ``default_root``
+    false, else ``random_init``."""
+    from munet.pretrain import builtin_root
+
+    if config.is_multipath:
+        return "random_init"
+    builtin = builtin_root(config.name)
+    if builtin is None:
+        return "random_init"
+    card = builtin.card()
+    if not card.get("default_root", True):
+        # The card says the root is not good enough to start from by default (it stays
+        # available as --root pretrained).
+        return "random_init"
+    recipe = card.get("recipe", {})
+    layers = int(config.hparams_defaults.get("num_layers", 0))
+    if recipe.get("model") != config.model or layers > int(recipe.get("num_layers", 0)):
+        log.info(
+            "the built-in root of %s (%s, %s blocks) does not fit model %s with %d blocks: "
+            "random_init root",
+            config.name, recipe.get("model"), recipe.get("num_layers"), config.model, layers,
+        )  # fmt: skip
+        return "random_init"
+    return "pretrained"
+
+
+def existing_root_kind(config: AgentConfig, store: SystemStore | str) -> str | None:
+    """The kind of the root model ``config``'s agent class already has in ``store``, if any
+    (so a resumed run keeps the root it started from)."""
+    store = store if isinstance(store, SystemStore) else SystemStore(str(store))
+    for kind in ROOT_KINDS:
+        if store.latest_state(root_agent_id(config, kind)) is not None:
+            return kind
+    return None
+
+
 def root_agent_id(config: AgentConfig, kind: str) -> str:
     """``CLASS~root_model~KIND``."""
     return format_agent_id(config.name, f"root_model/{kind}")
@@ -60,13 +101,15 @@ def create_root_model(
         config: the agent preset (its ``model``, ``hparams_defaults`` and, for
             ``checkpoint``, ``checkpoint_path``).
         store: the system state (or its dir).
-        kind: ``random_init`` or ``checkpoint``.
+        kind: ``random_init``, ``checkpoint`` or ``pretrained`` (:func:`default_root_kind`).
 
     Returns:
         The root path (the existing one when the root model was already created).
 
     Raises:
-        ValueError: unknown kind, or ``checkpoint`` without an existing ``checkpoint_path``.
+        ValueError: unknown kind, ``checkpoint`` without an existing ``checkpoint_path``,
+            ``pretrained`` for a preset without a built-in root, or a built-in root whose
+            file does not match its card's sha256.
     """
     if config.is_multipath:
         raise ValueError(
@@ -83,6 +126,19 @@ def create_root_model(
             )
         if not os.path.exists(config.checkpoint_path):
             raise ValueError(f"checkpoint_path {config.checkpoint_path!r} does not exist")
+    builtin = None
+    if kind == "pretrained":
+        from munet.pretrain import builtin_root, builtin_roots, verify_root
+
+        builtin = builtin_root(config.name)
+        if builtin is None:
+            shipped = ", ".join(builtin_roots()) or "none"
+            raise ValueError(
+                f"preset {config.name} has no built-in pretrained root (presets with one: "
+                f"{shipped}); use --root random_init, or --root checkpoint with a file from "
+                f"`munet pretrain --agent {config.name}`"
+            )
+        verify_root(builtin)
     store = store if isinstance(store, SystemStore) else SystemStore(str(store))
     agent_id = root_agent_id(config, kind)
     existing = store.latest_state(agent_id)
@@ -98,6 +154,8 @@ def create_root_model(
     if kind == "random_init":
         generator = torch.Generator().manual_seed(config.seed)
         tensors = init_components(arch, image_size, generator)
+    elif builtin is not None:
+        tensors = load_checkpoint(builtin.file, arch, image_size)
     else:
         tensors = load_checkpoint(config.checkpoint_path, arch, image_size)
     with store.lock(agent_id):
@@ -113,5 +171,6 @@ def create_root_model(
         path = population.new_path(hparams, components, parent=None)
         population.add_path(path)
         store.save_state(population, 0, 0, config.to_dict())
-    log.info("created root model %s with %d components", agent_id, len(components))
+    source = f" from the built-in pretrained root {builtin.file}" if builtin is not None else ""
+    log.info("created root model %s with %d components%s", agent_id, len(components), source)
     return path

@@ -33,6 +33,7 @@ COMMAND_MODULES = (
     "export",
     "predict",
     "checkpoint",
+    "pretrain",
     "tasks",
     "nasbench",
     "es",

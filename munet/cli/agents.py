@@ -1,6 +1,6 @@
 """`munet root`, `munet run`, `munet leaderboard`, `munet demo`: grow a system with agents.
 
-    munet root --agent VitCpu --state-dir state              # random-init root model
+    munet root --agent VitCpu --state-dir state              # built-in pretrained root
     munet run --agent VitCpu --task digits --cycles 2 --state-dir state
     munet leaderboard --state-dir state --format table
     munet demo                                                # the whole thing, on a CPU
@@ -88,11 +88,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     root.add_argument("--agent", required=True, help=AGENT_HELP)
     root.add_argument(
         "--root",
-        default="random_init",
-        choices=["random_init", "checkpoint"],
+        default=None,
+        choices=["pretrained", "random_init", "checkpoint"],
         help=(
-            "random_init, or checkpoint (needs --set checkpoint_path=PATH: an augreg .npz, a "
-            ".safetensors or .pth/.bin state dict, or a Hugging Face save_pretrained folder)"
+            "pretrained (the preset's built-in root; the default where its card marks it so: "
+            "VitCpu), random_init (the default elsewhere), or checkpoint (needs --set "
+            "checkpoint_path=PATH: an augreg .npz, a .safetensors or .pth/.bin state dict, or a "
+            "Hugging Face save_pretrained folder)"
         ),
     )
     _add_common(root)
@@ -147,9 +149,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "demo",
         help="grow a small multitask system on the CPU (a few minutes)",
         description=(
-            "From an empty state dir: a random-init VitCpu root model, then agents on digits "
-            "and three generated tasks, cycle by cycle; then multipath agents on the weakest "
-            "tasks; ends with the leaderboard and multipath vs singlepath. Rerunning resumes."
+            "From an empty state dir: VitCpu's built-in pretrained root model, then agents on "
+            "digits and three generated tasks, cycle by cycle; then multipath agents on the "
+            "weakest tasks; ends with the leaderboard and multipath vs singlepath. "
+            "Rerunning resumes."
         ),
     )
     _add_common(demo, DEFAULT_DEMO_STATE_DIR)
@@ -167,6 +170,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=DEMO_MULTIPATH_TASKS,
         help="then MultiVitCpu agents on this many of the weakest tasks (0: skip the stage)",
     )
+    demo.add_argument(
+        "--root",
+        default=None,
+        choices=["pretrained", "random_init"],
+        help="root model (default: the state dir's, else pretrained where VitCpu ships one)",
+    )
     _add_config(demo)
     _add_verbosity(demo)
     add_tracking_options(demo)
@@ -174,7 +183,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _root(args: argparse.Namespace) -> int:
-    from munet.agents.root import create_root_model
+    from munet.agents.root import create_root_model, default_root_kind
     from munet.agents.runner import resolve_config
     from munet.config import ConfigError
 
@@ -183,8 +192,11 @@ def _root(args: argparse.Namespace) -> int:
         config = resolve_config(args.agent, args.overrides)
     except ConfigError as err:
         return _fail(err)
+    kind = args.root
+    if kind is None and not config.is_multipath:
+        kind = default_root_kind(config)
     # Store and OS errors (locked, read-only, disk full, ...) are one line each, by main().
-    path = create_root_model(config, args.state_dir, args.root)
+    path = create_root_model(config, args.state_dir, kind or "random_init")
     print(f"root model {path.full_id} ({path.num_params()} params) in {args.state_dir}")
     return 0
 
@@ -259,5 +271,6 @@ def _demo(args: argparse.Namespace) -> int:
         workers=args.workers,
         multipath_tasks=args.multipath_tasks,
         tracking=tracking_settings(args),
+        root_kind=args.root,
     )
     return 0

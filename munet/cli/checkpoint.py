@@ -1,5 +1,6 @@
 """`munet checkpoint list|fetch|inspect`: the pretrained ViT checkpoints of the µNet presets,
-and what munet reads from a checkpoint a user brings.
+the built-in pretrained roots shipped with munet (`munet.pretrain.roots`), and what munet reads
+from a checkpoint a user brings.
 
 `fetch` exits 9 when the checkpoint cannot be downloaded (no network, a server error, a
 corrupt download), naming the URL and where to put a copy made elsewhere; 2 for an unknown
@@ -63,7 +64,27 @@ def _list(args: argparse.Namespace) -> int:
             f"{name:6} {spec.size:6} layers={spec.num_layers:<3} image={spec.image_size:<4} "
             f"{status:8} {spec.url}"
         )
+    _list_builtin_roots()
     return 0
+
+
+def _list_builtin_roots() -> None:
+    """The shipped roots: preset, file, size, how they were made (from their cards)."""
+    from munet.pretrain import builtin_roots
+
+    roots = builtin_roots()
+    print(f"built-in pretrained roots (munet root --root pretrained): {len(roots)}")
+    for name, root in roots.items():
+        card = root.card()
+        recipe = card.get("recipe", {})
+        print(
+            f"root {name:6} {recipe.get('model', '?'):6} {recipe.get('recipe', '?')} "
+            f"steps={card.get('steps')} seed={card.get('seed')} dtype={card.get('dtype')} "
+            f"{root.file.stat().st_size // 1024} KiB "
+            f"{'default' if card.get('default_root', True) else 'opt-in (--root pretrained)'}  "
+            f"source: {root.file} "
+            f"(made by: {card.get('command') or 'munet pretrain'})"
+        )
 
 
 def _fetch(args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_root_run_leaderboard(tmp_path, capsys):
     state = str(tmp_path / "state")
     assert main(["root", "--agent", "VitCpu", "-d", state, *SETS, "-q"]) == 0
-    assert "VitCpu~root_model~random_init:0" in capsys.readouterr().out
+    assert "VitCpu~root_model~pretrained:0" in capsys.readouterr().out
     assert (
         main(
             [
@@ -54,14 +54,14 @@ def test_root_run_leaderboard(tmp_path, capsys):
     assert table[0].startswith("agent_id")
     assert [line.split()[0] for line in table[1:3]] == [
         "VitCpu~digits",
-        "VitCpu~root_model~random_init",
+        "VitCpu~root_model~pretrained",
     ]
     assert main(["leaderboard", "-d", state, "--format", "csv"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert rows[0]["task_name"] == "digits" and 0 <= float(rows[0]["test_quality"]) <= 1
     assert main(["leaderboard", "-d", state, "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data[0]["parent_agent_id"] == "VitCpu~root_model~random_init"
+    assert data[0]["parent_agent_id"] == "VitCpu~root_model~pretrained"
 
 
 def test_rerun_uses_the_stored_config(tmp_path, capsys):

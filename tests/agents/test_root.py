@@ -61,8 +61,8 @@ def test_checkpoint_root_needs_an_existing_file(tmp_path, tiny_config):
     tiny_config.checkpoint_path = str(tmp_path / "missing.npz")
     with pytest.raises(ValueError, match="does not exist"):
         create_root_model(tiny_config, tmp_path, "checkpoint")
-    with pytest.raises(ValueError, match="unknown root model kind 'pretrained'"):
-        create_root_model(tiny_config, tmp_path, "pretrained")
+    with pytest.raises(ValueError, match="unknown root model kind 'imagenet'"):
+        create_root_model(tiny_config, tmp_path, "imagenet")
 
 
 def test_checkpoint_root_of_a_registered_preset_says_how_to_fetch_it(tmp_path, monkeypatch):

@@ -138,7 +138,7 @@ def test_racing_roots_never_print_a_traceback(tmp_path):
             if code:
                 assert len(err.strip().splitlines()) == 1 and "already running" in err
         assert any(code == 0 for code, _, _ in results)
-        assert [p.name for p in (state / "VitCpu~root_model~random_init").iterdir()] in (
+        assert [p.name for p in (state / "VitCpu~root_model~pretrained").iterdir()] in (
             [".lock", "state_0_0"],
             ["state_0_0", ".lock"],
         )

@@ -1,0 +1,155 @@
+"""`munet pretrain --agent PRESET`: pretrain a preset's root model on procedural images.
+
+    munet pretrain --agent VitCpu --steps 3000 --out pretrain/VitCpu      # resumable
+    munet root --agent VitCpu --root checkpoint \
+        --set checkpoint_path=pretrain/VitCpu/root.safetensors
+
+Rerunning the same command resumes from the last checkpoint in --out (also after kill -9).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Adds `pretrain`."""
+    from munet.cli.agents import AGENT_HELP
+
+    parser = subparsers.add_parser(
+        "pretrain",
+        help="pretrain a preset's root model on procedural images (offline, resumable)",
+        description=(
+            "Pretrain the root model of a singlepath preset on formula-driven images generated "
+            "on the fly (never the evaluation tasks' data). Writes OUT/root.safetensors and "
+            "OUT/card.json; rerun to resume."
+        ),
+    )
+    parser.add_argument("--agent", required=True, help=AGENT_HELP)
+    budget = parser.add_mutually_exclusive_group(required=True)
+    budget.add_argument("--steps", type=int, help="train steps (deterministic budget)")
+    budget.add_argument("--minutes", type=float, help="wall-clock budget, turned into steps")
+    parser.add_argument("--out", required=True, help="work dir: state, root and card")
+    parser.add_argument("--recipe", default="fractal", help="fractal (default) or contours")
+    parser.add_argument("--classes", type=int, default=100, help="pretraining classes (100)")
+    parser.add_argument("--batch-size", type=int, default=128, help="batch size (128)")
+    parser.add_argument("--lr", type=float, default=1e-3, help="AdamW peak learning rate")
+    parser.add_argument(
+        "--image-size", type=int, help="image side (default: the preset's ds_image_size)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of classes, data and init")
+    parser.add_argument(
+        "--checkpoint-every", type=int, default=100, help="steps between resumable checkpoints"
+    )
+    parser.add_argument(
+        "--dtype",
+        default="float32",
+        choices=["float32", "float16", "bfloat16"],
+        help="dtype of the written root file (float32)",
+    )
+    parser.add_argument(
+        "--eval-examples", type=int, default=1024, help="held-out images scored per checkpoint"
+    )
+    parser.add_argument("--device", help="cpu or cuda (default: cuda when available)")
+    parser.add_argument(
+        "--threads", type=int, default=0, help="intra-op threads (0: all usable cores)"
+    )
+    parser.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=True, help="progress bar"
+    )
+    parser.set_defaults(func=_pretrain)
+
+
+# Options that decide the weights, as (flag, attribute, default): the card's command names
+# those that differ from their defaults, so it reruns the same pretraining.
+_RECORDED = (
+    ("--recipe", "recipe", "fractal"),
+    ("--classes", "classes", 100),
+    ("--batch-size", "batch_size", 128),
+    ("--lr", "lr", 1e-3),
+    ("--image-size", "image_size", None),
+    ("--seed", "seed", 0),
+    ("--checkpoint-every", "checkpoint_every", 100),
+    ("--dtype", "dtype", "float32"),
+)
+
+
+def _command_line(args: argparse.Namespace) -> str:
+    """The `munet pretrain` command that makes this root (for the card)."""
+    parts = ["munet", "pretrain", "--agent", args.agent]
+    if args.steps is not None:
+        parts += ["--steps", str(args.steps)]
+    else:
+        parts += ["--minutes", str(args.minutes)]
+    parts += ["--out", args.out]
+    for flag, attribute, default in _RECORDED:
+        value = getattr(args, attribute)
+        if value != default:
+            parts += [flag, str(value)]
+    return shlex.join(parts)
+
+
+def _pretrain(args: argparse.Namespace) -> int:
+    import json
+    import logging
+
+    from munet.config import ConfigError, get_preset
+    from munet.pretrain.loop import PretrainSpec, PretrainStateError, pretrain
+    from munet.training.threads import apply_thread_policy
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    try:
+        config = get_preset(args.agent)
+    except ConfigError as err:
+        print(f"munet: error: {err}", file=sys.stderr)
+        return 2
+    if config.is_multipath:
+        print(
+            f"munet: error: {args.agent} combines paths; pretrain its singlepath preset "
+            f"{config.singlepath_agent}",
+            file=sys.stderr,
+        )
+        return 2
+    hparams = config.hparams_defaults
+    try:
+        spec = PretrainSpec(
+            preset=config.name,
+            model=config.model,
+            num_layers=int(hparams["num_layers"]),
+            image_size=args.image_size or int(hparams["ds_image_size"]),
+            recipe=args.recipe,
+            num_classes=args.classes,
+            batch_size=args.batch_size,
+            lr=args.lr,
+            seed=args.seed,
+        ).validate()
+        threads = apply_thread_policy(args.threads)
+        result = pretrain(
+            spec,
+            args.out,
+            steps=args.steps,
+            minutes=args.minutes,
+            checkpoint_every=args.checkpoint_every,
+            root_dtype=args.dtype,
+            device=args.device,
+            progress=args.progress,
+            command=_command_line(args),
+            eval_examples=args.eval_examples,
+        )
+    except PretrainStateError as err:
+        print(f"munet: error: {err}", file=sys.stderr)
+        return 4
+    except ValueError as err:
+        print(f"munet: error: {err}", file=sys.stderr)
+        return 2
+    card = result.card
+    print(
+        f"pretrained {config.name} ({spec.recipe}): {card['steps']} steps in "
+        f"{card['seconds']:.0f} s on {threads} threads, held-out accuracy "
+        f"{card['val_accuracy']:.3f}; root {result.root_file} (sha256 {card['sha256'][:12]}); "
+        f"card {result.card_file}"
+    )
+    print(json.dumps({"root": str(result.root_file), "card": str(result.card_file)}))
+    return 0

@@ -1,0 +1,98 @@
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from munet.models import VitArch, load_checkpoint
+from munet.pretrain.generators import make_recipe
+from munet.pretrain.loop import (
+    CARD_FILE,
+    ROOT_FILE,
+    PretrainStateError,
+    batch_for_step,
+    pretrain,
+)
+from munet.pretrain.roots import sha256_file
+
+
+def test_a_resumed_run_ends_with_the_same_weights_as_a_straight_one(tiny_spec, tmp_path):
+    straight = pretrain(
+        tiny_spec, tmp_path / "a", steps=6, checkpoint_every=4, progress=False, eval_examples=16
+    )
+    first = pretrain(
+        tiny_spec,
+        tmp_path / "b",
+        steps=6,
+        checkpoint_every=4,
+        progress=False,
+        eval_examples=16,
+        stop_at=3,
+    )
+    assert first.card["steps"] == 3 and first.card["planned_steps"] == 6
+    resumed = pretrain(
+        tiny_spec, tmp_path / "b", steps=6, checkpoint_every=4, progress=False, eval_examples=16
+    )
+    assert resumed.card["steps"] == 6
+    a, b = load_file(str(straight.root_file)), load_file(str(resumed.root_file))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert straight.card["sha256"] == resumed.card["sha256"]
+    # Training moved the weights away from the initialisation.
+    start = pretrain(tiny_spec, tmp_path / "c", steps=1, progress=False, eval_examples=16)
+    c = load_file(str(start.root_file))
+    assert not torch.equal(a["encoderblock_0.mlp.fc1.weight"], c["encoderblock_0.mlp.fc1.weight"])
+
+
+def test_the_root_loads_through_the_checkpoint_path_and_the_card_describes_it(tiny_spec, tmp_path):
+    result = pretrain(
+        tiny_spec, tmp_path, steps=2, progress=False, eval_examples=16, root_dtype="float16",
+        command="munet pretrain ...",
+    )  # fmt: skip
+    tensors = load_file(str(tmp_path / ROOT_FILE))
+    assert all(t.dtype == torch.float16 for t in tensors.values())
+    assert not any(k.startswith("head.") for k in tensors)  # headless
+    arch = VitArch.from_size("mu/4", num_layers=1, num_classes=0)
+    components = load_checkpoint(tmp_path / ROOT_FILE, arch, 16)  # another image size
+    assert components["posembed_input"]["pos_embedding"].shape == (1, 17, 64)
+    card = json.loads((tmp_path / CARD_FILE).read_text())
+    assert card == result.card
+    assert card["sha256"] == sha256_file(tmp_path / ROOT_FILE)
+    assert card["steps"] == 2 and card["seed"] == 0 and card["dtype"] == "float16"
+    assert card["recipe"]["recipe"] == "fractal" and card["command"] == "munet pretrain ..."
+    assert 0 <= card["val_accuracy"] <= 1 and card["history"][-1]["step"] == 2
+
+
+def test_batches_depend_only_on_seed_and_step(tiny_spec):
+    recipe = make_recipe(tiny_spec.recipe, tiny_spec.num_classes, tiny_spec.seed)
+    x, y = batch_for_step(tiny_spec, recipe, 7)
+    assert torch.equal(batch_for_step(tiny_spec, recipe, 7)[0], x)
+    assert not torch.equal(batch_for_step(tiny_spec, recipe, 8)[0], x)
+
+
+def test_a_work_dir_of_another_run_is_refused(tiny_spec, tmp_path):
+    pretrain(tiny_spec, tmp_path, steps=1, progress=False, eval_examples=16)
+    with pytest.raises(PretrainStateError, match="not 2"):
+        pretrain(tiny_spec, tmp_path, steps=2, progress=False, eval_examples=16)
+    other = type(tiny_spec)(**{**tiny_spec.__dict__, "seed": 1})
+    with pytest.raises(PretrainStateError, match="another spec"):
+        pretrain(other, tmp_path, steps=1, progress=False, eval_examples=16)
+
+
+def test_a_minutes_budget_becomes_a_recorded_step_count(tiny_spec, tmp_path):
+    result = pretrain(tiny_spec, tmp_path, minutes=0.001, progress=False, eval_examples=16)
+    # The budget is spent by the timing probe itself: the run stops after it.
+    assert result.card["planned_steps"] == result.card["steps"] >= 10
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"steps": 0}, "steps 0"),
+        ({"steps": 1, "minutes": 1.0}, "exactly one"),
+        ({}, "exactly one"),
+        ({"steps": 1, "root_dtype": "int8"}, "int8"),
+    ],
+)
+def test_bad_budgets_are_refused(tiny_spec, tmp_path, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        pretrain(tiny_spec, tmp_path, progress=False, **kwargs)
