@@ -130,6 +130,7 @@ FIELD_RULES: dict[str, Rule] = {
     "data": Rule("a data source string ('' for munet's own tasks)", lambda v: isinstance(v, str)),
     "data_split": Rule("a split rule name ('' for the default)", lambda v: isinstance(v, str)),
     "path_output_cache_mb": Rule("an int >= 0 (MB)", lambda v: _is_int(v) and v >= 0),
+    "multipath_random_root": BOOL,
     "singlepath_agent": Rule(
         "'' (a singlepath agent) or the agent class whose paths a multipath agent combines",
         lambda v: v == "" or (isinstance(v, str) and bool(_CLASS_NAME.match(v))),
