@@ -152,6 +152,7 @@ def run_demo(
     workers: int | None = None,
     multipath_tasks: int = DEMO_MULTIPATH_TASKS,
     multipath_cycles: int = DEMO_MULTIPATH_CYCLES,
+    root_kind: str = "random_init",
 ) -> DemoResult:
     """Runs (or resumes) the demo and prints its summary through ``echo``.
 
@@ -167,6 +168,8 @@ def run_demo(
             runs the agents in this process and prints every generation's summary.
         multipath_tasks: run the multipath stage on this many of the weakest tasks (0: none).
         multipath_cycles: cycles of each multipath agent.
+        root_kind: the root model the system grows from (``random_init``, or ``checkpoint``
+            with a ``checkpoint_path=FILE`` override; munet.agents.root).
 
     Raises:
         munet.config.ConfigError / ValueError: bad override or task, before any work.
@@ -180,7 +183,7 @@ def run_demo(
     agents = {
         task: make_agent(configs[task], task, store, progress=progress, echo=echo) for task in tasks
     }
-    root = create_root_model(resolve_config(DEMO_AGENT, overrides), store, "random_init")
+    root = create_root_model(resolve_config(DEMO_AGENT, overrides), store, root_kind)
     echo(
         f"root model {root.full_id}: {len(root.components)} components, {root.num_params()} params"
     )
