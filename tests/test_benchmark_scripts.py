@@ -109,6 +109,8 @@ def test_patch_embed_smoke(capsys, restore_threads):
     assert len(ratios(out)) == 4 and "train bf16 matmul/conv" in out
 
 
+# Four munet subprocesses, then the CNN for as long again: about 40 s on an idle 2-core machine.
+@pytest.mark.slow
 def test_own_data_vs_cnn_quick_runs_the_readme_commands_and_scores_held_out(
     tmp_path, capsys, restore_threads
 ):

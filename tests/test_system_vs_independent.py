@@ -96,8 +96,10 @@ def test_quick_run_end_to_end_then_combined(tmp_path, capsys):
     assert len(quality) == 1 and len(params) == 1
     assert float(quality[0]) > 0 and float(params[0]) > 0
     assert (tmp_path / "plot.png").stat().st_size > 0
+    # Multipath against the best singlepath path of the same system, paired.
+    assert re.search(r"^ratio: [0-9.]+ \(multipath / best singlepath path", text, flags=re.M)
     saved = json.loads((out / "seed_0.json").read_text())
-    for method in ("system", "independent", "random_search"):
+    for method in ("system", "independent", "linear_probe", "random_search"):
         tasks = saved["methods"][method]["tasks"]
         assert list(tasks) == ["digits", "synth/shape"]
         assert all(0.0 <= t["test_quality"] <= 1.0 for t in tasks.values())
