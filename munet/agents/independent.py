@@ -12,8 +12,8 @@ independent model is not part of the system.
 - :func:`default_hparams`: the preset's defaults (baseline "independent, default hparams").
 - :func:`random_hparams`: one uniform draw from the mutation spaces the singlepath agent
   searches (baseline "independent, random search").
-- :class:`IndependentAgent`: ``train_alone(hparams, steps)`` and ``random_search(steps,
-  num_trials)``.
+- :class:`IndependentAgent`: ``train_alone(hparams, steps)`` (``linear_probe=True``: the root
+  shared frozen, only the head trains) and ``random_search(steps, num_trials)``.
 """
 
 from __future__ import annotations
