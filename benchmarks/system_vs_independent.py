@@ -3,13 +3,20 @@
 Per seed, on the embedded suite (``digits`` and the ``synth/*`` tasks), with the ``VitCpu``
 preset and the same budget of train steps per task (printed at the start):
 
-- ``system``: the munet system grown from one random-init root by singlepath agents in rounds
+Every method starts from the same root model, ``--root``: ``random_init`` (the default),
+``pretrained`` (the preset's built-in pretrained root) or a checkpoint file
+(benchmarks/root_source.py).
+
+- ``system``: the munet system grown from the root by singlepath agents in rounds
   (one cycle of every agent per round, as ``munet demo``), then a multipath stage on every task
   (``MultiVitCpu``, one cycle). A task's model is its best singlepath or multipath path,
   whichever has the better validation accuracy. Budget: every sampled path's train steps, of
   both stages.
 - ``independent``: per task, the same architecture trained alone from the same root with the
-  preset's default hparams for the whole budget (munet.agents.IndependentAgent).
+  preset's default hparams for the whole budget (munet.agents.IndependentAgent): every root
+  component cloned (finetuning a pretrained root).
+- ``linear_probe``: the same, with the root's components shared frozen: only the task's head
+  trains (what a frozen pretrained root is worth on its own).
 - ``random_search``: per task, ``--search-trials`` models with hparams drawn uniformly from the
   agents' mutation ranges, the budget split evenly between them; the best by validation
   accuracy is kept.
@@ -21,11 +28,14 @@ component once) and the wall time. Then the issue's two lines::
     quality ratio: X   (system mean test accuracy / the best baseline's)
     params ratio: Y    (system total parameters / independent total)
 
-and a plot of test accuracy against parameters added, one point per method and task.
+and a plot of test accuracy against parameters added, one point per method and task. Then each
+task's multipath model against the best singlepath path of the same system, paired over seeds,
+and ``ratio: R`` (multipath / singlepath mean test accuracy).
 
 Run: ``python benchmarks/system_vs_independent.py`` (3 seeds; about 20 minutes on 2 cores).
 A long run can be split: ``--seeds 0 --out DIR`` on one machine, ``--seeds 1 --out DIR`` on
 another, then ``--combine DIR/seed_*.json``. ``--quick``: a tiny smoke test (seconds).
+``--search-trials 0`` leaves random search out.
 """
 
 from __future__ import annotations
@@ -42,10 +52,12 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from root_source import RootSource, resolve_root  # noqa: E402
 from system_vs_independent_jobs import baseline_job  # noqa: E402
 from system_vs_independent_report import (  # noqa: E402
     check_compatible,
     format_table,
+    multipath_vs_singlepath,
     ratios,
     write_plot,
 )
@@ -75,7 +87,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--cycles", type=int, default=2, help="singlepath cycles per task")
     parser.add_argument("--samples-per-cycle", type=int, default=3, help="paths per cycle")
     parser.add_argument("--multipath-cycles", type=int, default=1, help="0: no multipath stage")
-    parser.add_argument("--search-trials", type=int, default=3, help="random search trials")
+    parser.add_argument(
+        "--search-trials", type=int, default=3, help="random search trials (0: no random search)"
+    )
+    parser.add_argument(
+        "--root",
+        default="random_init",
+        help="the root every method starts from: random_init, pretrained (the preset's "
+        "built-in root) or a checkpoint file",
+    )
+    parser.add_argument(
+        "--no-linear-probe", action="store_true", help="leave the linear-probe arm out"
+    )
     parser.add_argument("--workers", type=int, default=None, help="default: one per core")
     parser.add_argument(
         "--set",
@@ -121,7 +144,12 @@ def plan(
     """
     from munet.agents import IndependentAgent
 
-    overrides = [*args.overrides, f"seed={seed}", f"num_samples_per_cycle={args.samples_per_cycle}"]
+    overrides = [
+        *args.root_source.overrides,
+        *args.overrides,
+        f"seed={seed}",
+        f"num_samples_per_cycle={args.samples_per_cycle}",
+    ]
     config = apply_overrides(get_preset(DEMO_AGENT), overrides)
     # An agent's path trains this many intervals of the task's train batches between
     # validations (the task's train split may be smaller than the config's cap).
@@ -133,7 +161,7 @@ def plan(
     per_path = config.num_validations_per_path_training
     budgets = {task: paths * interval * per_path for task, interval in intervals.items()}
     for task, budget in budgets.items():
-        if budget % (args.search_trials * intervals[task]):
+        if args.search_trials and budget % (args.search_trials * intervals[task]):
             raise SystemExit(
                 f"{task}: the budget of {budget} steps does not split into {args.search_trials} "
                 f"trials of whole {intervals[task]}-step validation intervals"
@@ -163,9 +191,11 @@ def run_baseline(name: str, jobs: list[dict[str, Any]], workers: int, seed: int)
         pool.close()
         pool.join()
     ordered = {job["task"]: tasks[job["task"]] for job in jobs}
+    # A linear probe's tasks share one frozen root: held once.
+    shared = max(t.get("params_shared", 0) for t in ordered.values())
     return {
         "tasks": ordered,
-        "total_params": sum(t["params_added"] for t in ordered.values()),
+        "total_params": sum(t["params_added"] for t in ordered.values()) + shared,
         "wall_s": time.perf_counter() - start,
     }
 
@@ -177,6 +207,7 @@ def run_system(
     seed: int,
     workers: int,
     budgets: dict[str, int],
+    root: RootSource,
 ) -> dict:
     """Grows the system as ``munet demo`` does (rounds, then multipath on every task); per task
     the better of its singlepath and multipath paths by validation accuracy."""
@@ -198,6 +229,7 @@ def run_system(
         workers=workers,
         multipath_tasks=len(args.tasks),
         multipath_cycles=args.multipath_cycles,
+        root_kind=root.kind,
     )
     wall = time.perf_counter() - start
     store = SystemStore(state_dir)
@@ -230,6 +262,12 @@ def run_system(
             "steps": sampled * steps_per_path,
             "singlepath_test_quality": float(candidates[0].metrics["test_quality"]),
         }
+        if args.multipath_cycles:
+            tasks[task]["multipath_test_quality"] = float(candidates[-1].metrics["test_quality"])
+            tasks[task]["multipath_quality"] = float(candidates[-1].metrics["quality"])
+            tasks[task]["multipath_paths"] = sorted(
+                f"{ref['agent_id']}:{ref['id']}" for ref in candidates[-1].hparams["paths"].values()
+            )
     # Each component the tasks' models hold, once; a task adds the components its agents own.
     held = {c.key: c for path in chosen.values() for c in path.leaf_components()}
     for task, info in tasks.items():
@@ -251,11 +289,19 @@ def run_seed(args: argparse.Namespace, seed: int, workers: int, state_root: str)
 
     state_dir = os.path.join(state_root, f"seed_{seed}")
     config, overrides, budgets, _ = plan(args, seed, state_dir)
-    create_root_model(config, state_dir, "random_init")
+    root = args.root_source
+    create_root_model(config, state_dir, root.kind)
     result: dict[str, Any] = {"seed": seed, "settings": settings_of(args, budgets), "methods": {}}
     print(f"[seed {seed}] system", flush=True)
-    result["methods"]["system"] = run_system(args, overrides, state_dir, seed, workers, budgets)
-    for name, trials in (("independent", 0), ("random_search", args.search_trials)):
+    result["methods"]["system"] = run_system(
+        args, overrides, state_dir, seed, workers, budgets, root
+    )
+    baselines = [("independent", 0, False)]
+    if not args.no_linear_probe:
+        baselines.append(("linear_probe", 0, True))
+    if args.search_trials:
+        baselines.append(("random_search", args.search_trials, False))
+    for name, trials, probe in baselines:
         print(f"[seed {seed}] {name}", flush=True)
         jobs = [
             {
@@ -264,6 +310,8 @@ def run_seed(args: argparse.Namespace, seed: int, workers: int, state_root: str)
                 "state_dir": state_dir,
                 "steps": budgets[task],
                 "trials": trials,
+                "root_kind": root.kind,
+                "linear_probe": probe,
             }
             for task in args.tasks
         ]
@@ -282,6 +330,8 @@ def settings_of(args: argparse.Namespace, budgets: dict[str, int]) -> dict[str, 
         "samples_per_cycle": args.samples_per_cycle,
         "search_trials": args.search_trials,
         "overrides": list(args.overrides),
+        "root": args.root_source.spec,
+        "root_checkpoint": args.root_source.checkpoint,
     }
 
 
@@ -291,6 +341,11 @@ def report(results: list[dict], plot: str) -> None:
     quality, params = ratios(results)
     print(f"quality ratio: {quality:.3f}")
     print(f"params ratio: {params:.3f}")
+    lines, multipath = multipath_vs_singlepath(results)
+    for line in lines:
+        print(line)
+    if multipath is not None:
+        print(f"ratio: {multipath:.3f} (multipath / best singlepath path, mean test accuracy)")
     write_plot(results, plot)
     print(f"plot: {plot}")
 
@@ -307,6 +362,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     from munet.agents.demo import default_workers
 
+    args.root_source = resolve_root(args.root, DEMO_AGENT)
+    print(args.root_source.describe(), flush=True)
     workers = args.workers or default_workers(len(args.tasks))
     os.makedirs(args.out, exist_ok=True)
     start = time.perf_counter()

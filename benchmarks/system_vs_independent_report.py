@@ -10,8 +10,14 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-METHODS = ("system", "independent", "random_search")
-BASELINES = ("independent", "random_search")
+METHODS = ("system", "independent", "linear_probe", "random_search")
+BASELINES = ("independent", "linear_probe", "random_search")
+
+
+def methods_of(results: Sequence[dict], names: Sequence[str] = METHODS) -> list[str]:
+    """The methods of ``names`` the results hold (older results have no linear probe; a run
+    with ``--search-trials 0`` has no random search)."""
+    return [m for m in names if m in results[0]["methods"]]
 
 
 def check_compatible(results: Sequence[dict]) -> None:
@@ -51,7 +57,10 @@ def ratios(results: Sequence[dict]) -> tuple[float, float]:
     over the best baseline's, and the system's total parameters over the independent models'
     (all means over seeds)."""
     system = statistics.fmean(mean_accuracy(r, "system") for r in results)
-    best = max(statistics.fmean(mean_accuracy(r, m) for r in results) for m in BASELINES)
+    best = max(
+        statistics.fmean(mean_accuracy(r, m) for r in results)
+        for m in methods_of(results, BASELINES)
+    )
     params = statistics.fmean(r["methods"]["system"]["total_params"] for r in results)
     independent = statistics.fmean(r["methods"]["independent"]["total_params"] for r in results)
     return system / best, params / independent
@@ -69,15 +78,17 @@ def format_table(results: Sequence[dict]) -> str:
     settings = results[0]["settings"]
     tasks = settings["tasks"]
     seeds = ", ".join(str(r["seed"]) for r in results)
+    methods = methods_of(results)
     width = 26
     lines = [
-        f"budget: {budget_text(settings)} train steps per task and method; seeds {seeds}",
+        f"budget: {budget_text(settings)} train steps per task and method; seeds {seeds}; "
+        f"root {settings.get('root', 'random_init')}",
         "test accuracy, mean ± sd over seeds (parameters added for the task, mean)",
-        f"{'task':<16}" + "".join(f"{m:<{width}}" for m in METHODS),
+        f"{'task':<16}" + "".join(f"{m:<{width}}" for m in methods),
     ]
     for task in tasks:
         cells = []
-        for method in METHODS:
+        for method in methods:
             mean, sd = mean_sd(task_accuracies(results, method, task))
             added = statistics.fmean(
                 r["methods"][method]["tasks"][task]["params_added"] for r in results
@@ -96,7 +107,7 @@ def format_table(results: Sequence[dict]) -> str:
         ),
     }
     for label, cell in rows.items():
-        lines.append(f"{label:<16}" + "".join(f"{cell(m):<{width}}" for m in METHODS))
+        lines.append(f"{label:<16}" + "".join(f"{cell(m):<{width}}" for m in methods))
     system = [r["methods"]["system"] for r in results]
     multipath = sum(t["model"] == "multipath" for s in system for t in s["tasks"].values())
     root = statistics.fmean(s["root_params_held"] for s in system)
@@ -105,6 +116,31 @@ def format_table(results: Sequence[dict]) -> str:
         f"root components held (shared, counted once): {root:,.0f} params"
     )
     return "\n".join(lines)
+
+
+def multipath_vs_singlepath(results: Sequence[dict]) -> tuple[list[str], float | None]:
+    """Each task's multipath model against the best singlepath path of the same system,
+    paired over seeds (test accuracy): the lines to print and the ratio of the means over
+    tasks and seeds (None when no result ran a multipath stage)."""
+    pairs: dict[str, list[tuple[float, float]]] = {}
+    for result in results:
+        for task, info in result["methods"]["system"]["tasks"].items():
+            if "multipath_test_quality" in info:
+                pair = (info["multipath_test_quality"], info["singlepath_test_quality"])
+                pairs.setdefault(task, []).append(pair)
+    if not pairs:
+        return [], None
+    lines = ["multipath model against the best singlepath path, test accuracy paired over seeds:"]
+    for task, task_pairs in pairs.items():
+        multi, single = (statistics.fmean(p[i] for p in task_pairs) for i in (0, 1))
+        wins = sum(m > s for m, s in task_pairs)
+        lines.append(
+            f"  {task:<16} multipath {multi:.3f} singlepath {single:.3f} "
+            f"(difference {multi - single:+.3f}; multipath better in {wins}/{len(task_pairs)})"
+        )
+    every = [p for task_pairs in pairs.values() for p in task_pairs]
+    ratio = statistics.fmean(m for m, _ in every) / statistics.fmean(s for _, s in every)
+    return lines, ratio
 
 
 def write_plot(results: Sequence[dict], filename: str) -> None:
@@ -118,9 +154,9 @@ def write_plot(results: Sequence[dict], filename: str) -> None:
     import matplotlib.pyplot as plt
 
     tasks = results[0]["settings"]["tasks"]
-    markers = {"system": "o", "independent": "s", "random_search": "^"}
+    markers = {"system": "o", "independent": "s", "linear_probe": "D", "random_search": "^"}
     fig, ax = plt.subplots(figsize=(8, 5.5))
-    for method in METHODS:
+    for method in methods_of(results):
         xs, ys, errs = [], [], []
         for task in tasks:
             mean, sd = mean_sd(task_accuracies(results, method, task))
@@ -147,8 +183,10 @@ def write_plot(results: Sequence[dict], filename: str) -> None:
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right")
     budget = budget_text(results[0]["settings"])
+    root = results[0]["settings"].get("root", "random_init")
     ax.set_title(
-        f"VitCpu, {budget} train steps per task, {len(results)} seeds: "
+        f"VitCpu, root {os.path.basename(root)}, {budget} train steps per task, "
+        f"{len(results)} seeds: "
         f"quality ratio {quality:.3f}, params ratio {params:.3f}",
         fontsize=10,
     )

@@ -4,6 +4,7 @@
 """
 
 import importlib.util
+import json
 import re
 import sys
 from pathlib import Path
@@ -106,3 +107,28 @@ def test_patch_embed_smoke(capsys, restore_threads):
     )  # fmt: skip
     out = capsys.readouterr().out
     assert len(ratios(out)) == 4 and "train bf16 matmul/conv" in out
+
+
+# Four munet subprocesses, then the CNN for as long again: about 40 s on an idle 2-core machine.
+@pytest.mark.slow
+def test_own_data_vs_cnn_quick_runs_the_readme_commands_and_scores_held_out(
+    tmp_path, capsys, restore_threads
+):
+    out = tmp_path / "result.json"
+    work = tmp_path / "work"
+    load_script("own_data_vs_cnn").main(["--quick", "--work", str(work), "--out", str(out)])
+    text = capsys.readouterr().out
+    assert len(ratios(text)) == 1
+    result = json.loads(out.read_text())
+    munet, cnn = result["munet"], result["cnn"]
+    # 4 held-out images per class, new ones (another seed), scored by `munet predict`.
+    assert munet["images"] == cnn["images"] == 20
+    assert 0.0 <= munet["accuracy"] <= 1.0 and 0.0 <= cnn["accuracy"] <= 1.0
+    assert sorted(p.name for p in (work / "held_out").iterdir()) == sorted(
+        p.name for p in (work / "train").iterdir()
+    )
+    assert (work / "export" / "model.safetensors").is_file()
+    # The CNN is the ~56k-parameter one and trains at least as long as munet took.
+    assert 50_000 < cnn["params"] < 60_000 and cnn["steps"] > 0
+    assert cnn["seconds"] >= munet["seconds"]
+    assert result["ratio"] == pytest.approx(munet["accuracy"] / cnn["accuracy"])

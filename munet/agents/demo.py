@@ -164,7 +164,8 @@ def run_demo(
         multipath_cycles: cycles of each multipath agent.
         tracking: TensorBoard / W&B logging of every agent (munet.tracking), or None.
         root_kind: the root model (``pretrained``, ``random_init``); None: the root the
-            state dir already has, else the preset's default (``default_root_kind``).
+            state dir already has, else the preset's default (``default_root_kind``). ``checkpoint``
+            takes a ``checkpoint_path=FILE`` override (munet.agents.root).
 
     Raises:
         munet.config.ConfigError / ValueError: bad override, task or count (cycles < 1,

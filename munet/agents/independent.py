@@ -12,8 +12,8 @@ independent model is not part of the system.
 - :func:`default_hparams`: the preset's defaults (baseline "independent, default hparams").
 - :func:`random_hparams`: one uniform draw from the mutation spaces the singlepath agent
   searches (baseline "independent, random search").
-- :class:`IndependentAgent`: ``train_alone(hparams, steps)`` and ``random_search(steps,
-  num_trials)``.
+- :class:`IndependentAgent`: ``train_alone(hparams, steps)`` (``linear_probe=True``: the root
+  shared frozen, only the head trains) and ``random_search(steps, num_trials)``.
 """
 
 from __future__ import annotations
@@ -96,7 +96,9 @@ class IndependentAgent(SinglepathAgent):
             "cycles with a SinglepathAgent"
         )
 
-    def train_alone(self, hparams: dict[str, Any], steps: int, trial: int = 0) -> Path:
+    def train_alone(
+        self, hparams: dict[str, Any], steps: int, trial: int = 0, linear_probe: bool = False
+    ) -> Path:
         """Trains one model from the root for ``steps`` steps and evaluates it on test.
 
         Args:
@@ -107,12 +109,15 @@ class IndependentAgent(SinglepathAgent):
                 the whole training).
             trial: which training this is (seeds the data order and fresh components, so
                 two trials of one agent differ).
+            linear_probe: share the root's components frozen, so only the fresh head (and
+                a position embedding, for an image size other than the root's) trains;
+                default: clone them all (finetuning).
 
         Returns:
             The trained path (parent: the root), with metrics ``quality`` (best validation
             accuracy; NaN when training diverged before any validation), ``test_quality``
-            (of the parameters it holds), ``steps`` (train steps run), ``seconds`` and
-            ``num_params``.
+            (of the parameters it holds), ``steps`` (train steps run), ``seconds``,
+            ``num_params`` and ``params_trained`` (those of its own components).
 
         Raises:
             ValueError: ``steps`` is not a positive multiple of the validation interval.
@@ -129,12 +134,16 @@ class IndependentAgent(SinglepathAgent):
         root = self.root()
         population = Population(self.agent_id, self._scorer(), task_name=self.task_name)
         hparams = {**hparams, "num_classes": self.task.num_classes}
-        # Clone every component of the root: the model is all its own and all trainable.
+        # Clone every component of the root: the model is all its own and all trainable (a
+        # linear probe shares them frozen instead).
         components, _ = self.build_components(
-            population, root, hparams, lambda _name: True, ("alone", trial)
+            population, root, hparams, lambda _name: not linear_probe, ("alone", trial)
         )
         path = population.new_path(hparams, components, root)
         path.metrics["trial"] = trial
+        path.metrics["params_trained"] = sum(
+            c.num_params for c in components if c.agent_id == self.agent_id
+        )
         stats = self.train_paths(
             population,
             [path],

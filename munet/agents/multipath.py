@@ -13,8 +13,10 @@ connectors train. Sampling a child, with every random draw in this order:
 3. hparams: the parent's with ``paths`` reset, mutated as in singlepath (``num_paths``,
    ``router_lr_mult``, ``opt_*``, ``ds_*``, ``_mu_``), then the generation's ``ds_*`` values;
 4. ``path_1 ..``: the parent's subpath in that slot when it has one, else uniformly among the
-   paths of the other singlepath agents of the class (not one already used by this child, not
-   a ``~1k`` task; the root model qualifies); a path of another task runs headless.
+   paths of the other singlepath agents of the class (not one already used by this child, nor
+   one the parent's later slots bring, not a ``~1k`` task; a root made from a checkpoint
+   qualifies, a ``random_init`` root only with ``multipath_random_root``, as in the seed); a
+   path of another task runs headless.
 
 Router and connectors are cloned from the immediate parent when it holds a component of that
 name and shape, else initialised as the seed does. The child's ``ds_image_size`` is the list
@@ -23,7 +25,11 @@ of its subpaths' image sizes, and the generation's batches carry every size its 
 Where munet differs from the seed (docs/agents.md): random draws among paths use a canonical
 order (by agent id, then path id), so a resumed generation replays the same draws whatever
 order the states were read in; with fewer eligible agents than ``num_paths`` needs, the child
-uses the paths there are (at least two) and says so, where the seed crashes.
+uses the paths there are (at least two) and says so, where the seed crashes; a parent's
+subpath that is no longer loaded is drawn again (the seed crashes), never as the agent of
+another slot; by default a ``random_init`` root is never a subpath, drawn or inherited (its
+untrained parameters would be published in the model; ``multipath_random_root=true`` restores
+the seed's rule).
 """
 
 from __future__ import annotations
@@ -54,6 +60,7 @@ from munet.models.multipath import (
 )
 from munet.system import Component, Path, Population, SystemStore, format_agent_id
 from munet.system.component import PathComponent
+from munet.system.naming import ROOT_MODEL_TASK_PREFIX
 from munet.tracking import Tracker, TrackingSettings
 
 log = logging.getLogger("munet.agents")
@@ -299,50 +306,107 @@ class MultipathAgent(Agent):
         selected: dict[str, Path],
         rng: random.Random,
     ) -> list[str]:
-        """Fills ``selected`` with ``path_1 ..`` (in place); returns the log lines."""
-        lines = []
-        parent_refs = parent.hparams.get("paths") or {}
+        """Fills ``selected`` with ``path_1 ..`` (in place, slots numbered without gaps);
+        returns the log lines."""
+        lines: list[str] = []
         wanted = int(hparams["num_paths"])
-        for index in range(1, wanted):
-            slot = slot_name(index)
-            ref = parent_refs.get(slot)
-            if ref is not None:
-                try:
-                    selected[slot] = population.get_path(ref["agent_id"], int(ref["id"]))
-                    lines.append(f"{slot} from the parent: {selected[slot].full_id}")
-                    continue
-                except KeyError:
-                    lines.append(
-                        f"{slot}: the parent's {ref['agent_id']}:{ref['id']} is not loaded; "
-                        "drawing another"
-                    )
-            used = {p.agent_id for p in selected.values()}
+        slots = [slot_name(index) for index in range(1, wanted)]
+        inherited = self._inherited_subpaths(population, parent, slots, lines)
+        chosen: list[Path] = []
+        for slot in slots:
+            if slot in inherited:
+                chosen.append(inherited[slot])
+                lines.append(f"{slot} from the parent: {inherited[slot].full_id}")
+                continue
+            # Distinct agents across every slot, the parent's later subpaths included.
+            used = {p.agent_id for p in [*selected.values(), *chosen, *inherited.values()]}
             eligible = canonical(
                 [
                     p
                     for agent_id, paths in population.paths.items()
-                    if agent_id not in used
-                    and agent_id.startswith(f"{self.singlepath_class}~")
-                    and not agent_id.endswith(EXCLUDED_TASK_SUFFIX)
+                    if agent_id not in used and self._may_draw(agent_id)
                     for p in paths
                 ]
             )
             if not eligible:
-                if len(selected) >= 2:
-                    lines.append(
-                        f"num_paths {wanted} wanted but no other {self.singlepath_class} agent "
-                        f"has paths: using {len(selected)} paths"
-                    )
-                    break
-                raise AgentError(
-                    f"{self.agent_id} needs paths of another {self.singlepath_class} agent "
-                    f"besides {self.main_agent_id} (or its root model); the system at "
-                    f"{self.store.root} has none: run `munet root --agent "
-                    f"{self.singlepath_class}` or a {self.singlepath_class} agent on another task"
-                )
-            selected[slot] = rng.choice(eligible)
-            lines.append(f"{slot} drawn at random: {selected[slot].full_id}")
+                continue
+            chosen.append(rng.choice(eligible))
+            lines.append(f"{slot} drawn at random: {chosen[-1].full_id}")
+        if not chosen:
+            raise AgentError(
+                f"{self.agent_id} needs paths of another {self.singlepath_class} agent "
+                f"besides {self.main_agent_id}{self._root_hint()}; the system at "
+                f"{self.store.root} has none: run a {self.singlepath_class} agent on another "
+                f"task{self._root_command_hint()}"
+            )
+        if len(chosen) < len(slots):
+            lines.append(
+                f"num_paths {wanted} wanted but only {len(chosen)} other path(s) can be "
+                f"combined: using {len(chosen) + 1} paths"
+            )
+        for index, path in enumerate(chosen, start=1):
+            selected[slot_name(index)] = path
         return lines
+
+    def _inherited_subpaths(
+        self, population: Population, parent: Path, slots: list[str], lines: list[str]
+    ) -> dict[str, Path]:
+        """{slot: the parent's subpath in that slot} for the slots wanted, when it is loaded
+        (and, unless ``multipath_random_root``, is not a random-init root); the rest are
+        logged and drawn again."""
+        refs = parent.hparams.get("paths") or {}
+        inherited: dict[str, Path] = {}
+        for slot in slots:
+            ref = refs.get(slot)
+            if ref is None:
+                continue
+            try:
+                path = population.get_path(ref["agent_id"], int(ref["id"]))
+            except KeyError:
+                lines.append(
+                    f"{slot}: the parent's {ref['agent_id']}:{ref['id']} is not loaded; "
+                    "drawing another"
+                )
+                continue
+            if self._is_excluded_root(path.agent_id):
+                lines.append(
+                    f"{slot}: the parent's {path.full_id} is an untrained random_init root "
+                    "(multipath_random_root=false); drawing another"
+                )
+                continue
+            inherited[slot] = path
+        return inherited
+
+    @property
+    def random_root_id(self) -> str:
+        """The agent id of the singlepath class's ``random_init`` root model."""
+        return format_agent_id(self.singlepath_class, f"{ROOT_MODEL_TASK_PREFIX}random_init")
+
+    def _is_excluded_root(self, agent_id: str) -> bool:
+        return agent_id == self.random_root_id and not self.config.multipath_random_root
+
+    def _may_draw(self, agent_id: str) -> bool:
+        """Whether a path of ``agent_id`` may be drawn as a subpath: another agent of the
+        singlepath class, not a VTAB-1k task, not a random-init root unless allowed."""
+        return (
+            agent_id.startswith(f"{self.singlepath_class}~")
+            and not agent_id.endswith(EXCLUDED_TASK_SUFFIX)
+            and not self._is_excluded_root(agent_id)
+        )
+
+    def _root_hint(self) -> str:
+        if self.config.multipath_random_root:
+            return " (or its root model)"
+        return " (or a root model made from a checkpoint)"
+
+    def _root_command_hint(self) -> str:
+        if self.config.multipath_random_root:
+            return f", or `munet root --agent {self.singlepath_class}`"
+        return (
+            f", or `munet root --agent {self.singlepath_class} --root checkpoint --set "
+            "checkpoint_path=FILE`; `--set multipath_random_root=true` routes through a "
+            "random_init root as the seed does"
+        )
 
     def _components(
         self,

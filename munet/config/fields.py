@@ -91,6 +91,11 @@ class AgentConfig:
         path_output_cache_mb: multipath agents on CPU: memory (MB) for reusing the frozen
             subpaths' outputs across the steps of a generation trained without augmentation
             (0: recompute them at every step).
+        multipath_random_root: multipath agents: whether the path of a ``random_init`` root
+            model may be a subpath. ``True`` is the seed's rule (the root qualifies like any
+            other agent's path); ``False``, the default, leaves it out, since routing through
+            it publishes a model with untrained parameters. Roots made from a checkpoint
+            qualify either way.
     """
 
     name: str
@@ -119,6 +124,7 @@ class AgentConfig:
     data_split: str = ""
     singlepath_agent: str = ""
     path_output_cache_mb: int = 512
+    multipath_random_root: bool = False
 
     def validate(self) -> AgentConfig:
         """Checks the config is consistent (the seed's ``config_validate`` and more).

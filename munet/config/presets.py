@@ -222,7 +222,8 @@ def multipath_config(singlepath: AgentConfig) -> AgentConfig:
     scorer (score = quality); the architecture hparams (``num_layers``, ``ds_image_size``)
     removed, since a multipath model takes them from its subpaths; and the router hparams
     added: ``router_init_main_path_weight`` 0.8, ``router_lr_mult`` 0.05 mutated over
-    [0.01 .. 1], ``num_paths`` 2 mutated over [2, 3].
+    [0.01 .. 1], ``num_paths`` 2 mutated over [2, 3]. ``multipath_random_root`` stays False
+    (munet's default: a ``random_init`` root is never a subpath; the seed's rule is True).
     """
     config = copy.deepcopy(singlepath)
     config.name = f"Multi{singlepath.name}"

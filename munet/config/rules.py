@@ -134,6 +134,7 @@ FIELD_RULES: dict[str, Rule] = {
         lambda v: isinstance(v, str) and _is_split_rule(v),
     ),
     "path_output_cache_mb": Rule("an int >= 0 (MB)", lambda v: _is_int(v) and v >= 0),
+    "multipath_random_root": BOOL,
     "singlepath_agent": Rule(
         "'' (a singlepath agent) or the agent class whose paths a multipath agent combines",
         lambda v: v == "" or (isinstance(v, str) and bool(_CLASS_NAME.match(v))),

@@ -56,7 +56,37 @@ def state(grown, tmp_path):
 
 @pytest.fixture
 def mp_config():
+    """The seed's rules: the random-init root qualifies as a subpath (the scripted draws below
+    replay the seed's decisions)."""
+    return apply_overrides(get_preset("MultiVitCpu"), [*COMMON, "multipath_random_root=true"])
+
+
+@pytest.fixture
+def default_config():
+    """munet's default: a random-init root is never a subpath."""
     return apply_overrides(get_preset("MultiVitCpu"), COMMON)
+
+
+ROOT = "VitCpu~root_model~random_init"
+
+
+class RecordingRng(ScriptedRng):
+    """A ScriptedRng that keeps every sequence it chose from."""
+
+    def __init__(self, uniforms, choices=()):
+        super().__init__(uniforms, choices)
+        self.seen = []
+
+    def choice(self, seq):
+        self.seen.append(list(seq))
+        return super().choice(seq)
+
+
+def hand_built(population, source, agent_id, task):
+    """A path of another agent, copied from ``source`` (a hand-built population)."""
+    path = Path(0, agent_id, task, dict(source.hparams), list(source.components))
+    population.paths[agent_id].append(path)
+    return path
 
 
 def agent_for(config, state, task="digits"):
@@ -283,6 +313,114 @@ def test_too_few_agents_uses_the_paths_there_are_and_none_is_an_error(
     population.paths["VitCpu~dtd~1k"].append(vtab)
     with pytest.raises(AgentError, match="needs paths of another VitCpu agent"):
         agent.sample_path(population, {"num_classes": 10}, ScriptedRng([], [0]))
+
+
+def test_default_never_draws_the_random_init_root(default_config, state, monkeypatch):
+    assert get_preset("MultiVitCpu").multipath_random_root is False
+    agent = agent_for(default_config, state)
+    population, *_ = agent._load(announce=False)
+    assert population.paths[ROOT]  # Loaded, but not eligible.
+    monkeypatch.setattr(multipath, "mutate_hparams", FixedMutation(num_paths=3))
+    rng = RecordingRng([], [0, 0])
+    path = agent.sample_path(population, {"num_classes": 10}, rng)
+    assert rng.exhausted()
+    assert all(p.agent_id == "VitCpu~synth~color" for p in rng.seen[1])
+    assert [ref["agent_id"] for ref in path.hparams["paths"].values()] == [
+        SP, "VitCpu~synth~color"
+    ]  # fmt: skip
+    assert path.hparams["num_paths"] == 2
+    assert any("using 2 paths" in line for line in path.metrics["mutations"])
+
+
+def test_default_redraws_an_inherited_random_init_root(
+    mp_config, default_config, state, monkeypatch
+):
+    seed_agent = agent_for(mp_config, state)
+    population, *_ = seed_agent._load(announce=False)
+    monkeypatch.setattr(multipath, "mutate_hparams", FixedMutation(num_paths=2))
+    parent = seed_agent.sample_path(population, {"num_classes": 10}, ScriptedRng([], [0, 0]))
+    assert parent.hparams["paths"]["path_1"]["agent_id"] == ROOT  # The seed's rule.
+    parent.metrics["quality"] = 0.5
+    population.add_path(parent)
+    # Draws: path_0, decay selection picks the parent, path_1 drawn again (not inherited).
+    rng = ScriptedRng([0.4], [0, 0])
+    child = agent_for(default_config, state).sample_path(population, {"num_classes": 10}, rng)
+    assert rng.exhausted() and child.parent is parent
+    assert child.hparams["paths"]["path_1"]["agent_id"] == "VitCpu~synth~color"
+    assert any("untrained random_init root" in line for line in child.metrics["mutations"])
+
+
+def test_default_keeps_a_checkpoint_root_eligible(default_config, state, monkeypatch):
+    agent = agent_for(default_config, state)
+    population, *_ = agent._load(announce=False)
+    del population.paths["VitCpu~synth~color"]
+    root = population.paths[ROOT][0]
+    pretrained = hand_built(
+        population, root, "VitCpu~root_model~checkpoint", "root_model/checkpoint"
+    )
+    monkeypatch.setattr(multipath, "mutate_hparams", FixedMutation(num_paths=2))
+    rng = RecordingRng([], [0, 0])
+    path = agent.sample_path(population, {"num_classes": 10}, rng)
+    assert rng.seen[1] == [pretrained]
+    assert path.hparams["paths"]["path_1"]["agent_id"] == "VitCpu~root_model~checkpoint"
+
+
+def test_default_with_only_a_random_init_root_names_the_option(default_config, state, monkeypatch):
+    agent = agent_for(default_config, state)
+    population, *_ = agent._load(announce=False)
+    del population.paths["VitCpu~synth~color"]
+    monkeypatch.setattr(multipath, "mutate_hparams", FixedMutation(num_paths=2))
+    with pytest.raises(AgentError, match="multipath_random_root=true"):
+        agent.sample_path(population, {"num_classes": 10}, ScriptedRng([], [0]))
+
+
+def test_missing_inherited_subpath_is_redrawn_distinct_from_the_later_ones(
+    default_config, state, monkeypatch
+):
+    agent = agent_for(default_config, state)
+    population, *_ = agent._load(announce=False)
+    color = population.paths["VitCpu~synth~color"][0]
+    shape = hand_built(population, color, "VitCpu~synth~shape", "synth/shape")
+    monkeypatch.setattr(multipath, "mutate_hparams", FixedMutation(num_paths=3))
+    parent = agent.sample_path(population, {"num_classes": 10}, ScriptedRng([], [0, 0, 0]))
+    # The parent's path_1 is gone from the population; its path_2 is synth/color's path.
+    parent.hparams["paths"]["path_1"] = {"agent_id": "VitCpu~gone", "id": 7, "hparams": {}}
+    parent.hparams["paths"]["path_2"] = {"agent_id": color.agent_id, "id": color.id,
+                                         "hparams": dict(color.hparams)}  # fmt: skip
+    parent.metrics["quality"] = 0.5
+    population.add_path(parent)
+    # Draws: path_0, decay selection picks the parent, path_1 redrawn (index 0 of what is
+    # eligible: synth/color's path came first before the fix; only synth/shape's qualifies).
+    rng = RecordingRng([0.4], [0, 0])
+    child = agent.sample_path(population, {"num_classes": 10}, rng)
+    assert rng.exhausted() and child.parent is parent
+    refs = {slot: (ref["agent_id"], ref["id"]) for slot, ref in child.hparams["paths"].items()}
+    assert refs["path_1"] == (shape.agent_id, shape.id)
+    assert refs["path_2"] == (color.agent_id, color.id)
+    assert len(set(refs.values())) == 3 and len({a for a, _ in refs.values()}) == 3
+    assert any("VitCpu~gone:7 is not loaded" in line for line in child.metrics["mutations"])
+
+
+def test_missing_inherited_subpath_with_nothing_left_to_draw_keeps_the_later_ones(
+    default_config, state, monkeypatch
+):
+    agent = agent_for(default_config, state)
+    population, *_ = agent._load(announce=False)
+    color = population.paths["VitCpu~synth~color"][0]
+    monkeypatch.setattr(multipath, "mutate_hparams", FixedMutation(num_paths=3))
+    parent = agent.sample_path(population, {"num_classes": 10}, ScriptedRng([], [0, 0]))
+    parent.hparams["paths"]["path_1"] = {"agent_id": "VitCpu~gone", "id": 7, "hparams": {}}
+    parent.hparams["paths"]["path_2"] = {"agent_id": color.agent_id, "id": color.id,
+                                         "hparams": dict(color.hparams)}  # fmt: skip
+    parent.metrics["quality"] = 0.5
+    population.add_path(parent)
+    rng = ScriptedRng([0.4], [0])  # path_0 and the decay draw only: nothing to redraw from.
+    child = agent.sample_path(population, {"num_classes": 10}, rng)
+    assert rng.exhausted()
+    # The slots stay numbered without a gap: synth/color moves to path_1.
+    assert list(child.hparams["paths"]) == ["path_0", "path_1"]
+    assert child.hparams["paths"]["path_1"]["agent_id"] == color.agent_id
+    assert child.hparams["num_paths"] == 2
 
 
 # Training, publishing, loading -----------------------------------------------------------------
