@@ -170,9 +170,10 @@ def plan(
 
 
 def _pool(workers: int) -> Any:
-    from munet.agents.demo import _die_with_parent
+    from munet.lifeline import die_with_parent
 
-    return multiprocessing.get_context("spawn").Pool(workers, initializer=_die_with_parent)
+    context = multiprocessing.get_context("spawn")
+    return context.Pool(workers, initializer=die_with_parent, initargs=(os.getpid(),))
 
 
 def run_baseline(name: str, jobs: list[dict[str, Any]], workers: int, seed: int) -> dict:

@@ -77,7 +77,7 @@ def label_of(spec: str) -> str:
 def run_root(args: argparse.Namespace, spec: str, workers: int, state_root: str) -> dict:
     """Every task and budget from one root; its results."""
     from munet.agents import create_root_model
-    from munet.agents.demo import _die_with_parent
+    from munet.lifeline import die_with_parent
 
     root = resolve_root(spec, DEMO_AGENT)
     print(root.describe(), flush=True)
@@ -100,7 +100,8 @@ def run_root(args: argparse.Namespace, spec: str, workers: int, state_root: str)
     results: dict[str, dict[str, float]] = {task: {} for task in args.tasks}
     start = time.perf_counter()
     context = multiprocessing.get_context("spawn")
-    with context.Pool(min(workers, len(jobs)), initializer=_die_with_parent) as pool:
+    size = min(workers, len(jobs))
+    with context.Pool(size, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
         for done in pool.imap_unordered(baseline_job, jobs):
             results[done["task"]][str(done["steps"])] = done["test_quality"]
             print(

@@ -163,7 +163,7 @@ def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
 def _save_state(
     work: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer, meta: dict[str, Any]
 ) -> None:
-    from safetensors.torch import save_file
+    from munet.files import save_safetensors_file
 
     step = meta["step"]
     tensors = {f"model.{k}": v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
@@ -172,7 +172,7 @@ def _save_state(
         for key, value in state.items():
             tensors[f"opt.{index}.{key}"] = torch.as_tensor(value).detach().cpu().contiguous()
     name = f"state-{step:08d}.safetensors"
-    _atomic_write(work / name, lambda tmp: save_file(tensors, tmp))
+    _atomic_write(work / name, lambda tmp: save_safetensors_file(tensors, tmp))
     meta = {**meta, "tensors": name}
     _atomic_write(
         work / STATE_FILE,
