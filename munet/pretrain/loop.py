@@ -24,7 +24,6 @@ import logging
 import math
 import os
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,10 +37,10 @@ from munet.models.components import split_components
 from munet.models.vit import VisionTransformer
 from munet.pretrain.generators import RECIPES, make_recipe, sample_batch
 from munet.pretrain.roots import sha256_file
+from munet.pretrain.workdir import atomic_write, load_state, save_state
 
 log = logging.getLogger("munet.pretrain")
 
-STATE_FILE = "state.json"
 ROOT_FILE = "root.safetensors"
 CARD_FILE = "card.json"
 ROOT_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -148,65 +147,6 @@ def _optimizer(model: torch.nn.Module, spec: PretrainSpec) -> torch.optim.AdamW:
     return torch.optim.AdamW(groups, lr=spec.lr, betas=(0.9, 0.999))
 
 
-# ----------------------------------------------------------------------------- state files
-
-
-def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    write(str(tmp))
-    with open(tmp, "rb+") as handle:
-        os.fsync(handle.fileno())
-    os.chmod(tmp, 0o644)  # safetensors writes 0600; roots and cards are meant to be shared
-    os.replace(tmp, path)
-
-
-def _save_state(
-    work: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer, meta: dict[str, Any]
-) -> None:
-    from munet.files import save_safetensors_file
-
-    step = meta["step"]
-    tensors = {f"model.{k}": v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    opt_state = optimizer.state_dict()
-    for index, state in opt_state["state"].items():
-        for key, value in state.items():
-            tensors[f"opt.{index}.{key}"] = torch.as_tensor(value).detach().cpu().contiguous()
-    name = f"state-{step:08d}.safetensors"
-    _atomic_write(work / name, lambda tmp: save_safetensors_file(tensors, tmp))
-    meta = {**meta, "tensors": name}
-    _atomic_write(
-        work / STATE_FILE,
-        lambda tmp: Path(tmp).write_text(json.dumps(meta, indent=1, sort_keys=True)),
-    )
-    for old in work.glob("state-*.safetensors"):
-        if old.name != name:
-            old.unlink(missing_ok=True)
-
-
-def _load_state(
-    work: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer
-) -> dict[str, Any] | None:
-    from safetensors.torch import load_file
-
-    state_path = work / STATE_FILE
-    if not state_path.exists():
-        return None
-    meta = json.loads(state_path.read_text())
-    tensors = load_file(str(work / meta["tensors"]))
-    model.load_state_dict(
-        {k.removeprefix("model."): v for k, v in tensors.items() if k.startswith("model.")}
-    )
-    opt_state = optimizer.state_dict()
-    per_param: dict[int, dict[str, torch.Tensor]] = {}
-    for key, value in tensors.items():
-        if key.startswith("opt."):
-            _, index, name = key.split(".", 2)
-            per_param.setdefault(int(index), {})[name] = value
-    opt_state["state"] = per_param
-    optimizer.load_state_dict(opt_state)
-    return meta
-
-
 # ----------------------------------------------------------------------------- evaluation
 
 
@@ -283,7 +223,7 @@ def pretrain(
     recipe = make_recipe(spec.recipe, spec.num_classes, spec.seed)
     model = _new_model(spec).to(torch_device)
     optimizer = _optimizer(model, spec)
-    meta = _load_state(work, model, optimizer)
+    meta = load_state(work, model, optimizer)
     if meta is not None:
         if meta["spec"] != dataclasses.asdict(spec):
             raise PretrainStateError(
@@ -364,7 +304,7 @@ def pretrain(
                 )
                 loss_sum, loss_count = 0.0, 0
                 meta["threads"] = threads
-                _save_state(work, model, optimizer, meta)
+                save_state(work, model, optimizer, meta)
                 # The root and card so far: usable (and shippable) before the run ends.
                 _write_root(work, model, spec, meta, root_dtype, command)
                 if bar is not None:
@@ -409,13 +349,13 @@ def _write_root(
     command: str,
 ) -> PretrainResult:
     root_file = work / ROOT_FILE
-    _atomic_write(
+    atomic_write(
         root_file,
         lambda tmp: save_safetensors(tmp, root_components(model, ROOT_DTYPES[root_dtype])),
     )
     card = make_card(spec, meta, root_file, root_dtype, command)
     card_file = work / CARD_FILE
-    _atomic_write(card_file, lambda tmp: Path(tmp).write_text(json.dumps(card, indent=1) + "\n"))
+    atomic_write(card_file, lambda tmp: Path(tmp).write_text(json.dumps(card, indent=1) + "\n"))
     return PretrainResult(root_file, card_file, card)
 
 

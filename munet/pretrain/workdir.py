@@ -1,0 +1,79 @@
+"""A pretraining run's work dir: the resumable state, written so that a kill -9 at any instant
+leaves either the previous state or the new one, never half of one.
+
+``state-<step>.safetensors`` holds model and AdamW tensors; ``state.json`` (replaced
+atomically after it) names the complete tensor file, with the step, spec and history. No pickle.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+STATE_FILE = "state.json"
+
+
+
+def atomic_write(path: Path, write: Callable[[str], None]) -> None:
+    """Writes ``path`` through ``write(tmp)``, fsynced, then renamed over it."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    write(str(tmp))
+    with open(tmp, "rb+") as handle:
+        os.fsync(handle.fileno())
+    os.chmod(tmp, 0o644)  # safetensors writes 0600; roots and cards are meant to be shared
+    os.replace(tmp, path)
+
+
+def save_state(
+    work: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer, meta: dict[str, Any]
+) -> None:
+    """Saves model and AdamW tensors as ``state-<step>.safetensors``, then ``state.json``
+    naming it (``meta`` plus ``tensors``), and deletes older tensor files."""
+    from munet.files import save_safetensors_file
+
+    step = meta["step"]
+    tensors = {f"model.{k}": v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    opt_state = optimizer.state_dict()
+    for index, state in opt_state["state"].items():
+        for key, value in state.items():
+            tensors[f"opt.{index}.{key}"] = torch.as_tensor(value).detach().cpu().contiguous()
+    name = f"state-{step:08d}.safetensors"
+    atomic_write(work / name, lambda tmp: save_safetensors_file(tensors, tmp))
+    meta = {**meta, "tensors": name}
+    atomic_write(
+        work / STATE_FILE,
+        lambda tmp: Path(tmp).write_text(json.dumps(meta, indent=1, sort_keys=True)),
+    )
+    for old in work.glob("state-*.safetensors"):
+        if old.name != name:
+            old.unlink(missing_ok=True)
+
+
+def load_state(
+    work: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer
+) -> dict[str, Any] | None:
+    """Loads the last saved state into ``model`` and ``optimizer``; its meta, or None."""
+    from safetensors.torch import load_file
+
+    state_path = work / STATE_FILE
+    if not state_path.exists():
+        return None
+    meta = json.loads(state_path.read_text())
+    tensors = load_file(str(work / meta["tensors"]))
+    model.load_state_dict(
+        {k.removeprefix("model."): v for k, v in tensors.items() if k.startswith("model.")}
+    )
+    opt_state = optimizer.state_dict()
+    per_param: dict[int, dict[str, torch.Tensor]] = {}
+    for key, value in tensors.items():
+        if key.startswith("opt."):
+            _, index, name = key.split(".", 2)
+            per_param.setdefault(int(index), {})[name] = value
+    opt_state["state"] = per_param
+    optimizer.load_state_dict(opt_state)
+    return meta
