@@ -15,8 +15,9 @@ from typing import Any
 
 import torch
 
-STATE_FILE = "state.json"
+from munet.files import follow_umask
 
+STATE_FILE = "state.json"
 
 
 def atomic_write(path: Path, write: Callable[[str], None]) -> None:
@@ -25,7 +26,7 @@ def atomic_write(path: Path, write: Callable[[str], None]) -> None:
     write(str(tmp))
     with open(tmp, "rb+") as handle:
         os.fsync(handle.fileno())
-    os.chmod(tmp, 0o644)  # safetensors writes 0600; roots and cards are meant to be shared
+    follow_umask(tmp)  # safetensors writes 0600; roots and cards are meant to be shared
     os.replace(tmp, path)
 
 
