@@ -10,7 +10,6 @@ share one reading of the system.
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from collections import Counter
@@ -18,6 +17,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from munet.report.rows import (  # noqa: F401  (re-exported: the report modules' old home)
+    Candidate,
+    as_float,
+    as_int,
+    candidate_from_row,
+    mutation_name,
+    parse_numbers,
+)
 from munet.system.errors import CorruptStateError
 from munet.system.manifest import StateRef
 from munet.system.naming import ROOT_MODEL_TASK_PREFIX, is_root_model_agent
@@ -30,26 +37,6 @@ OWNED, CLONED, SHARED, SUBPATH = "owned", "cloned", "shared", "subpath"
 STATUSES = (OWNED, CLONED, SHARED, SUBPATH)
 # In the id of every root-model agent: `Class~root_model~name`.
 ROOT_MODEL_MARK = "~" + ROOT_MODEL_TASK_PREFIX.replace("/", "~")
-
-
-@dataclass
-class Candidate:
-    """One sampled path of the history (a row of ``paths.csv``)."""
-
-    path_id: int
-    cycle: int
-    generation: int
-    quality: float | None
-    score: float | None
-    admitted: bool
-    failure: str | None
-    mutations: list[str]
-    agent_id: str = ""
-    parent: tuple[str, int] | None = None  # (agent id, path id) of the parent at sampling.
-    evals: list[float | None] = field(default_factory=list)  # Validation quality, in order.
-    # One per validation when the state records them (older states: None).
-    eval_steps: list[float] | None = None  # Train steps done at each validation.
-    train_losses: list[float | None] | None = None  # Mean train loss since the last one.
 
 
 @dataclass
@@ -147,83 +134,6 @@ def _multipath_config(agent: AgentView) -> bool:
     return bool(agent.config.get("singlepath_agent")) or agent.is_multipath
 
 
-def as_float(value: Any) -> float | None:
-    """A number from a metric value (CSV strings included); None for missing or NaN."""
-    if value is None or value == "" or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(number) else number
-
-
-def _as_int(value: Any, default: int = 0) -> int:
-    number = as_float(value)
-    return default if number is None else int(number)
-
-
-def _parse_list(value: Any) -> list[str]:
-    if isinstance(value, list):
-        return [str(v) for v in value]
-    if not value:
-        return []
-    try:
-        parsed = json.loads(value)
-    except (TypeError, ValueError):
-        return [str(value)]
-    return [str(v) for v in parsed] if isinstance(parsed, list) else [str(parsed)]
-
-
-def parse_numbers(value: Any) -> list[float | None] | None:
-    """A JSON list of numbers (a CSV cell, or a list) as floats, NaN and null as None; None
-    when the value is missing or not a list."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return None
-    if not isinstance(value, list):
-        return None
-    return [as_float(v) for v in value]
-
-
-def candidate_from_row(row: Mapping[str, Any]) -> Candidate:
-    """A history row (strings from the CSV, or values) as a :class:`Candidate`."""
-    improved = row.get("metrics.improved")
-    parent_id = _as_int(row.get("parent_id"), -1)
-    parent_agent = row.get("parent_agent_id") or None
-    steps = parse_numbers(row.get("metrics.eval_steps"))
-    return Candidate(
-        path_id=_as_int(row.get("id"), -1),
-        cycle=_as_int(row.get("metrics.cycle_id")),
-        generation=_as_int(row.get("metrics.generation_id")),
-        quality=as_float(row.get("metrics.quality")),
-        score=as_float(row.get("metrics.score")),
-        admitted=improved is True or str(improved).lower() == "true",
-        failure=row.get("metrics.failure") or None,
-        mutations=_parse_list(row.get("metrics.mutations")),
-        agent_id=str(row.get("agent_id") or ""),
-        parent=(str(parent_agent), parent_id) if parent_agent and parent_id >= 0 else None,
-        evals=parse_numbers(row.get("metrics.evals")) or [],
-        eval_steps=None if steps is None or None in steps else [float(s) for s in steps],
-        train_losses=parse_numbers(row.get("metrics.train_losses")),
-    )
-
-
-def mutation_name(line: str) -> str | None:
-    """The mutated quantity of a fired mutation line (``opt_lr``, ``clone:cls``); None for
-    parent-selection lines and mutations that did not fire."""
-    if line.startswith("parent "):
-        return None
-    name, sep, rest = line.partition(" : ")
-    if not sep or not (" --> " in rest or rest.startswith("fired")):
-        return None
-    return name.strip()
-
-
 def mutation_counts(agents: Iterable[AgentView]) -> list[tuple[str, int, int]]:
     """(mutation, times it fired in admitted paths, times it fired in all sampled paths),
     most admitted first."""
@@ -273,7 +183,7 @@ def _clone_origin(
             return source
         if row.get("parent_agent_id") != agent_id:
             return None
-        row = rows.get(_as_int(row.get("parent_id"), -1))
+        row = rows.get(as_int(row.get("parent_id"), -1))
     return None
 
 
@@ -295,7 +205,7 @@ def _path_view(
     )
     # The history row has the parent at sampling time (a record's parent may have been relinked
     # to an older ancestor once the parent was pruned); the record is the fallback.
-    own_row = history.get(_as_int(record["id"], -1)) or {
+    own_row = history.get(as_int(record["id"], -1)) or {
         "metrics.reuse": metrics.get("reuse", ""),
         "parent_agent_id": (parent or "").rpartition(":")[0],
         "parent_id": (parent or "").rpartition(":")[2] or -1,
@@ -313,7 +223,7 @@ def _path_view(
             source = _clone_origin(ref["name"], own_row, agent_id, history)
             status, origin = (CLONED, source) if source else (OWNED, owner)
         view.components.append(
-            ComponentUse(ref["name"], key, owner, _as_int(entry.get("num_params")), status, origin)
+            ComponentUse(ref["name"], key, owner, as_int(entry.get("num_params")), status, origin)
         )
     return view
 
@@ -366,7 +276,7 @@ def _agent_view(
     if not states:
         return None
     rows = _read_history(store, agent_id, problems)
-    by_id = {_as_int(r.get("id"), -1): r for r in rows if r.get("agent_id", agent_id) == agent_id}
+    by_id = {as_int(r.get("id"), -1): r for r in rows if r.get("agent_id", agent_id) == agent_id}
     cycles = []
     latest: tuple[StateRef, dict[str, Any]] | None = None
     for state in reversed([s for s in states if s.end_of_cycle]):
