@@ -49,6 +49,13 @@ from munet.agents.reports import AgentError, log_level
 from munet.agents.reuse import component_shapes_of
 from munet.agents.selection import decay_selection
 from munet.agents.singlepath import assemble_vit, model_arch
+from munet.agents.subpath_choice import (  # noqa: F401  (canonical: re-exported)
+    EXCLUDED_TASK_SUFFIX,
+    MAIN_PATH,
+    SubpathChoice,
+    canonical,
+    slot_name,
+)
 from munet.config import AgentConfig
 from munet.models.multipath import (
     ROUTER,
@@ -60,25 +67,9 @@ from munet.models.multipath import (
 )
 from munet.system import Component, Path, Population, SystemStore, format_agent_id
 from munet.system.component import PathComponent
-from munet.system.naming import ROOT_MODEL_TASK_PREFIX
 from munet.tracking import Tracker, TrackingSettings
 
 log = logging.getLogger("munet.agents")
-
-MAIN_PATH = "path_0"
-# VTAB-1k tasks are left out of the subpaths drawn at random (the seed's rule).
-EXCLUDED_TASK_SUFFIX = "~1k"
-
-
-def slot_name(index: int) -> str:
-    """``path_{index}``: the component slot of a multipath model's ``index``-th path."""
-    return f"path_{index}"
-
-
-def canonical(paths: Sequence[Path]) -> list[Path]:
-    """Paths in a fixed order (agent id, then path id) for random draws."""
-    return sorted(paths, key=lambda p: (p.agent_id, p.id))
-
 
 def subpath_refs(path: Path) -> dict[str, str]:
     """{slot: full id of the subpath} of a multipath path (empty for a singlepath one)."""
@@ -100,7 +91,7 @@ class _CachedPath:
         return self._cached(images)
 
 
-class MultipathAgent(Agent):
+class MultipathAgent(SubpathChoice, Agent):
     """Evolves multipath models for one task over the paths grown by singlepath agents (the
     seed's ``MultiVit`` family). See :class:`munet.agents.cycle.Agent` for the arguments.
 
@@ -297,116 +288,6 @@ class MultipathAgent(Agent):
         path.metrics["mutations"] = [*lines, *fired]
         path.metrics["reuse"] = reuse
         return path
-
-    def _select_subpaths(
-        self,
-        population: Population,
-        hparams: dict[str, Any],
-        parent: Path,
-        selected: dict[str, Path],
-        rng: random.Random,
-    ) -> list[str]:
-        """Fills ``selected`` with ``path_1 ..`` (in place, slots numbered without gaps);
-        returns the log lines."""
-        lines: list[str] = []
-        wanted = int(hparams["num_paths"])
-        slots = [slot_name(index) for index in range(1, wanted)]
-        inherited = self._inherited_subpaths(population, parent, slots, lines)
-        chosen: list[Path] = []
-        for slot in slots:
-            if slot in inherited:
-                chosen.append(inherited[slot])
-                lines.append(f"{slot} from the parent: {inherited[slot].full_id}")
-                continue
-            # Distinct agents across every slot, the parent's later subpaths included.
-            used = {p.agent_id for p in [*selected.values(), *chosen, *inherited.values()]}
-            eligible = canonical(
-                [
-                    p
-                    for agent_id, paths in population.paths.items()
-                    if agent_id not in used and self._may_draw(agent_id)
-                    for p in paths
-                ]
-            )
-            if not eligible:
-                continue
-            chosen.append(rng.choice(eligible))
-            lines.append(f"{slot} drawn at random: {chosen[-1].full_id}")
-        if not chosen:
-            raise AgentError(
-                f"{self.agent_id} needs paths of another {self.singlepath_class} agent "
-                f"besides {self.main_agent_id}{self._root_hint()}; the system at "
-                f"{self.store.root} has none: run a {self.singlepath_class} agent on another "
-                f"task{self._root_command_hint()}"
-            )
-        if len(chosen) < len(slots):
-            lines.append(
-                f"num_paths {wanted} wanted but only {len(chosen)} other path(s) can be "
-                f"combined: using {len(chosen) + 1} paths"
-            )
-        for index, path in enumerate(chosen, start=1):
-            selected[slot_name(index)] = path
-        return lines
-
-    def _inherited_subpaths(
-        self, population: Population, parent: Path, slots: list[str], lines: list[str]
-    ) -> dict[str, Path]:
-        """{slot: the parent's subpath in that slot} for the slots wanted, when it is loaded
-        (and, unless ``multipath_random_root``, is not a random-init root); the rest are
-        logged and drawn again."""
-        refs = parent.hparams.get("paths") or {}
-        inherited: dict[str, Path] = {}
-        for slot in slots:
-            ref = refs.get(slot)
-            if ref is None:
-                continue
-            try:
-                path = population.get_path(ref["agent_id"], int(ref["id"]))
-            except KeyError:
-                lines.append(
-                    f"{slot}: the parent's {ref['agent_id']}:{ref['id']} is not loaded; "
-                    "drawing another"
-                )
-                continue
-            if self._is_excluded_root(path.agent_id):
-                lines.append(
-                    f"{slot}: the parent's {path.full_id} is an untrained random_init root "
-                    "(multipath_random_root=false); drawing another"
-                )
-                continue
-            inherited[slot] = path
-        return inherited
-
-    @property
-    def random_root_id(self) -> str:
-        """The agent id of the singlepath class's ``random_init`` root model."""
-        return format_agent_id(self.singlepath_class, f"{ROOT_MODEL_TASK_PREFIX}random_init")
-
-    def _is_excluded_root(self, agent_id: str) -> bool:
-        return agent_id == self.random_root_id and not self.config.multipath_random_root
-
-    def _may_draw(self, agent_id: str) -> bool:
-        """Whether a path of ``agent_id`` may be drawn as a subpath: another agent of the
-        singlepath class, not a VTAB-1k task, not a random-init root unless allowed."""
-        return (
-            agent_id.startswith(f"{self.singlepath_class}~")
-            and not agent_id.endswith(EXCLUDED_TASK_SUFFIX)
-            and not self._is_excluded_root(agent_id)
-        )
-
-    def _root_hint(self) -> str:
-        if self.config.multipath_random_root:
-            return " (or its root model)"
-        return " (or a root model made from a checkpoint)"
-
-    def _root_command_hint(self) -> str:
-        if self.config.multipath_random_root:
-            return f", or `munet root --agent {self.singlepath_class}`"
-        return (
-            f", or `munet root --agent {self.singlepath_class} --root checkpoint --set "
-            "checkpoint_path=FILE`; `--set multipath_random_root=true` routes through a "
-            "random_init root as the seed does"
-        )
 
     def _components(
         self,
