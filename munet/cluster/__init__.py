@@ -13,7 +13,8 @@ Ray is an optional dependency (`pip install 'munet[ray]'`), imported only when l
 """
 
 from munet.cluster.events import ReportingStore, format_event
-from munet.cluster.launch import LaunchResult, init_ray, launch
+from munet.cluster.launch import LaunchResult, launch
+from munet.cluster.ray_setup import init_ray
 from munet.cluster.specs import AgentSpec, agent_specs
 from munet.cluster.worker import run_agent
 

@@ -6,28 +6,30 @@ the store is the only coordination. Ray retries a task whose worker or node died
 resumes from its last committed state); the driver prints one line per finished generation and
 cycle of every agent, then the leaderboard. Ctrl-C cancels the tasks (each agent stops, keeping
 what it committed) and still prints the leaderboard.
+
+This module is the driver; getting Ray is munet.cluster.ray_setup, and what runs in each
+agent's worker is munet.cluster.agent_task.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import secrets
-import signal
 import socket
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from munet.cluster.agent_task import StopFlag, task_body
 from munet.cluster.events import Event, format_event
+from munet.cluster.ray_setup import import_ray, init_ray
 from munet.cluster.specs import AgentSpec
-from munet.cluster.worker import AgentStopped, run_agent
+from munet.cluster.worker import AgentStopped
 from munet.interrupts import defer_sigint, interruption_point, resume_sigint
 from munet.progress import bars_enabled, progress_bar, write_line
 
-log = logging.getLogger("munet.cluster")
+__all__ = ["FORWARDED_ENV", "LaunchResult", "import_ray", "init_ray", "launch"]
 
 #: Settings forwarded to the workers when set here (no secrets: credentials normally come from
 #: the nodes themselves; forward more with `env_names`).
@@ -43,117 +45,6 @@ FORWARDED_ENV = (
     "WANDB_ENTITY",
     "WANDB_BASE_URL",
 )
-
-
-def import_ray(local: bool = False):
-    """`ray`, with usage statistics off; an error naming the extra when it is missing.
-
-    Args:
-        local: a single-node instance will be started: Ray's node address becomes the
-            loopback, so its servers listen on 127.0.0.1 only (by default Ray advertises and
-            binds the machine's network address, for other nodes to join).
-    """
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    if local:
-        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # read when ray is imported
-    try:
-        import ray
-    except ImportError as err:
-        raise ImportError(
-            "munet launch needs Ray: pip install 'munet[ray]' (or pip install 'ray>=2.9')"
-        ) from err
-    if local:
-        # Ray imported earlier in this process read the variable already.
-        from ray._private import ray_constants
-
-        ray_constants.ENABLE_RAY_CLUSTER = False
-    return ray
-
-
-def init_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
-    """Connect to a Ray cluster, or start a local one bound to 127.0.0.1 (no dashboard).
-
-    Args:
-        address: a cluster address (``HOST:6379``, ``ray://HOST:10001``, ``auto``); None
-            starts a local instance.
-        num_cpus: CPUs of the local instance (default: all).
-
-    Returns:
-        Whether this call started Ray (and should shut it down).
-    """
-    ray = import_ray(local=not address)
-    if ray.is_initialized():
-        return False
-    from munet.search.executors import init_ray_quietly
-
-    if address:
-        init_ray_quietly(ray, address=address)
-    else:
-        init_ray_quietly(
-            ray, num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1"
-        )
-    return True
-
-
-def _task_body(
-    agent_class: str,
-    task: str,
-    state_dir: str,
-    cycles: int,
-    overrides: list[str],
-    queue: Any,
-    lease_tag: str,
-    lease_ttl: float | None,
-    stop_flag: Any,
-    tracking: Any = None,
-) -> dict[str, Any]:
-    """Runs inside a Ray worker: the agent, with its events sent to the driver's queue."""
-    import ray
-
-    _listen_to_cancel()
-
-    def send(event: Event) -> None:
-        try:
-            queue.put(event, timeout=30)
-        except Exception as e:  # noqa: BLE001 - lost progress lines must not stop the agent
-            log.warning("progress event lost: %s", e)
-
-    def should_stop() -> bool:
-        try:
-            return bool(ray.get(stop_flag.is_set.remote(), timeout=30))
-        except Exception as e:  # noqa: BLE001 - an unreachable flag must not stop the agent
-            log.warning("stop flag unreachable: %s", e)
-            return False
-
-    return run_agent(agent_class, task, state_dir, cycles, overrides, send, lease_tag, lease_ttl,
-                     should_stop, tracking)
-
-
-def _listen_to_cancel() -> None:
-    """Let Ray's cancel interrupt this task even where SIGINT was ignored at start-up.
-
-    Ray cancels a running task by simulating SIGINT in it, which does nothing where SIGINT is
-    ignored, and a process started in the background by a non-interactive shell (a CI job, a
-    `nohup` launch) passes that ignore on to the Ray workers it starts.
-    """
-    if (
-        threading.current_thread() is threading.main_thread()
-        and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-    ):
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-
-
-class _StopFlag:
-    """A Ray actor the agents poll after each commit: set once the launch is interrupted."""
-
-    def __init__(self) -> None:
-        self._set = False
-
-    def set(self) -> None:
-        self._set = True
-
-    def is_set(self) -> bool:
-        return self._set
 
 
 def _overrides(spec: AgentSpec, overrides: Sequence[str]) -> list[str]:
@@ -291,9 +182,9 @@ def launch(
             interruption_point()  # do not start Ray for nothing
             started = init_ray(ray_address, num_cpus)
             queue = Queue(actor_options={"num_cpus": 0})
-            stop_flag = ray.remote(num_cpus=0)(_StopFlag).remote()
+            stop_flag = ray.remote(num_cpus=0)(StopFlag).remote()
         resume_sigint()  # and the caller's deferral: from here Ctrl-C stops the agents
-        remote = ray.remote(_task_body)
+        remote = ray.remote(task_body)
         launch_id = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
         pending: dict[Any, AgentSpec] = {}
 

@@ -149,10 +149,10 @@ def test_a_worker_started_with_sigint_ignored_can_still_be_cancelled():
     code = (
         "import _thread, signal\n"
         "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-        "from munet.cluster.launch import _listen_to_cancel\n"
+        "from munet.cluster.agent_task import listen_to_cancel\n"
         "_thread.interrupt_main()\n"
         "print('ignored')\n"
-        "_listen_to_cancel()\n"
+        "listen_to_cancel()\n"
         "try:\n"
         "    _thread.interrupt_main()\n"
         "    for _ in range(1000): pass\n"

@@ -1,0 +1,79 @@
+"""What runs inside a launch's Ray worker: the agent's task body, which sends its progress
+events to the driver's queue and polls the launch's stop flag, and that flag (a Ray actor the
+driver sets on Ctrl-C).
+
+The agent itself is munet.cluster.worker.run_agent; this module only wires it to Ray.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from typing import Any
+
+from munet.cluster.events import Event
+from munet.cluster.worker import run_agent
+
+log = logging.getLogger("munet.cluster")
+
+
+def task_body(
+    agent_class: str,
+    task: str,
+    state_dir: str,
+    cycles: int,
+    overrides: list[str],
+    queue: Any,
+    lease_tag: str,
+    lease_ttl: float | None,
+    stop_flag: Any,
+    tracking: Any = None,
+) -> dict[str, Any]:
+    """Runs inside a Ray worker: the agent, with its events sent to the driver's queue."""
+    import ray
+
+    listen_to_cancel()
+
+    def send(event: Event) -> None:
+        try:
+            queue.put(event, timeout=30)
+        except Exception as e:  # noqa: BLE001 - lost progress lines must not stop the agent
+            log.warning("progress event lost: %s", e)
+
+    def should_stop() -> bool:
+        try:
+            return bool(ray.get(stop_flag.is_set.remote(), timeout=30))
+        except Exception as e:  # noqa: BLE001 - an unreachable flag must not stop the agent
+            log.warning("stop flag unreachable: %s", e)
+            return False
+
+    return run_agent(agent_class, task, state_dir, cycles, overrides, send, lease_tag, lease_ttl,
+                     should_stop, tracking)
+
+
+def listen_to_cancel() -> None:
+    """Let Ray's cancel interrupt this task even where SIGINT was ignored at start-up.
+
+    Ray cancels a running task by simulating SIGINT in it, which does nothing where SIGINT is
+    ignored, and a process started in the background by a non-interactive shell (a CI job, a
+    `nohup` launch) passes that ignore on to the Ray workers it starts.
+    """
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    ):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+class StopFlag:
+    """A Ray actor the agents poll after each commit: set once the launch is interrupted."""
+
+    def __init__(self) -> None:
+        self._set = False
+
+    def set(self) -> None:
+        self._set = True
+
+    def is_set(self) -> bool:
+        return self._set
