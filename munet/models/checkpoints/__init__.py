@@ -4,7 +4,7 @@ Nothing here unpickles.
 One module per format, over shared parts:
 
 - `augreg_npz`: Google's `.npz` (vit_jax augreg, big_vision; all prefixes and block layouts);
-  also written by `save_npz`.
+  `augreg_npz_layout` tells those layouts apart; `augreg_npz_writer` writes them (`save_npz`).
 - `timm`: timm's state-dict names; `munet_safetensors`: munet's own names (and
   `save_safetensors`, in either).
 - `huggingface`: transformers' ViTModel / ViTForImageClassification: `save_pretrained`
@@ -16,12 +16,8 @@ One module per format, over shared parts:
   resized, head replaced unless the class count matches, every shape checked).
 """
 
-from munet.models.checkpoints.augreg_npz import (
-    NPZ_PREFIXES,
-    NpzLayout,
-    detect_npz_layout,
-    save_npz,
-)
+from munet.models.checkpoints.augreg_npz_layout import NPZ_PREFIXES, NpzLayout, detect_npz_layout
+from munet.models.checkpoints.augreg_npz_writer import save_npz
 from munet.models.checkpoints.common import CheckpointError, RawCheckpoint
 from munet.models.checkpoints.loading import load_checkpoint, read_checkpoint
 from munet.models.checkpoints.munet_safetensors import save_safetensors

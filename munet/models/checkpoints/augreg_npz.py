@@ -1,5 +1,6 @@
-"""Google's ViT `.npz` checkpoints (vit_jax augreg, big_vision): reading them into munet names
-and writing components in that layout. Arrays are read with `allow_pickle=False`.
+"""Reading Google's ViT `.npz` checkpoints (vit_jax augreg, big_vision) into munet names.
+Arrays are read with `allow_pickle=False`. Telling the layouts apart is
+munet.models.checkpoints.augreg_npz_layout; writing them, augreg_npz_writer.
 
 Recognised `.npz` layouts (detected from the keys):
 
@@ -27,80 +28,28 @@ import math
 import re
 import zipfile
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from munet.filetypes import describe_non_npz
-from munet.models.arch import VitArch
+from munet.models.checkpoints.augreg_npz_layout import (
+    BIG_VISION_POSEMBED_KEY,
+    BLOCK_NAMES,
+    NPZ_PREFIXES,
+    POSEMBED_KEY,
+    NpzLayout,
+    detect_npz_layout,
+)
+from munet.models.checkpoints.augreg_npz_writer import save_npz
 from munet.models.checkpoints.common import CheckpointError, RawCheckpoint
-from munet.models.components import Components
+
+# The layout (augreg_npz_layout) and the writer (augreg_npz_writer) were parts of this module:
+# importing them from here still works.
+__all__ = ["NPZ_PREFIXES", "NpzLayout", "detect_npz_layout", "read_npz", "save_npz"]
 
 logger = logging.getLogger(__name__)
-
-NPZ_PREFIXES = ("", "opt/target/", "params/", "params/img/")
-_BLOCK_NAMES = {
-    # (first LayerNorm, attention, second LayerNorm, MLP)
-    False: ("LayerNorm_0", "MultiHeadDotProductAttention_1", "LayerNorm_2", "MlpBlock_3"),
-    True: ("LayerNorm_0", "MultiHeadDotProductAttention_0", "LayerNorm_1", "MlpBlock_0"),
-}
-_POSEMBED_KEY = "Transformer/posembed_input/pos_embedding"
-_BIG_VISION_POSEMBED_KEY = "pos_embedding"
-
-
-@dataclass(frozen=True)
-class NpzLayout:
-    """A `.npz` key layout (see the module docstring)."""
-
-    prefix: str = ""
-    big_vision_names: bool = False
-    scanned: bool = False
-    big_vision_posembed: bool = False
-
-    def describe(self) -> str:
-        return (
-            f"npz(prefix={self.prefix!r}, "
-            f"names={'big_vision' if self.big_vision_names else 'vit_jax'}, "
-            f"blocks={'scanned' if self.scanned else 'per-layer'}, "
-            f"posembed={'top-level' if self.big_vision_posembed else 'Transformer'})"
-        )
-
-
-# --------------------------------------------------------------------------- npz reading
-
-
-def detect_npz_layout(keys: set[str], source: str = "checkpoint") -> NpzLayout:
-    """Works out the layout of a set of `.npz` keys.
-
-    Raises:
-        CheckpointError: no known prefix holds `embedding/kernel`, or the blocks or position
-            embedding are in no known form.
-    """
-    prefixes = [prefix for prefix in NPZ_PREFIXES if f"{prefix}embedding/kernel" in keys]
-    if not prefixes:
-        sample = sorted(keys)[:8]
-        raise CheckpointError(
-            f"{source}: unknown checkpoint layout: no 'embedding/kernel' under any known prefix "
-            f"{list(NPZ_PREFIXES)}; first keys: {sample}"
-        )
-    prefix = max(prefixes, key=len)
-    block_keys = [key[len(prefix) :] for key in keys if key.startswith(prefix + "Transformer/")]
-    scanned = any(key.startswith("Transformer/encoderblock/") for key in block_keys)
-    big_vision_names = any("MultiHeadDotProductAttention_0/" in key for key in block_keys)
-    if big_vision_names and any("MultiHeadDotProductAttention_1/" in key for key in block_keys):
-        raise CheckpointError(f"{source}: mixes vit_jax and big_vision block names")
-    if f"{prefix}{_POSEMBED_KEY}" in keys:
-        big_vision_posembed = False
-    elif f"{prefix}{_BIG_VISION_POSEMBED_KEY}" in keys:
-        big_vision_posembed = True
-    else:
-        raise CheckpointError(
-            f"{source}: missing key {prefix + _POSEMBED_KEY!r} "
-            f"(nor big_vision's {prefix + _BIG_VISION_POSEMBED_KEY!r})"
-        )
-    return NpzLayout(prefix, big_vision_names, scanned, big_vision_posembed)
 
 
 class _NpzReader:
@@ -209,18 +158,18 @@ def _convert_npz(
     put("embedding.bias", reader.get("embedding/bias", 1), "embedding/bias")
     put("cls.token", reader.get("cls", 3), "cls")
     if layout.big_vision_posembed:
-        posembed = reader.get(_BIG_VISION_POSEMBED_KEY, 3)
+        posembed = reader.get(BIG_VISION_POSEMBED_KEY, 3)
         grid_tokens = posembed.shape[1]
         if math.isqrt(grid_tokens) ** 2 == grid_tokens:
             # big_vision adds position embeddings to the patches only, then prepends cls: the
             # same as a zero position embedding for the cls token.
             zeros = np.zeros((1, 1, posembed.shape[2]), posembed.dtype)
             posembed = np.concatenate([zeros, posembed], axis=1)
-        put("posembed_input.pos_embedding", posembed, _BIG_VISION_POSEMBED_KEY)
+        put("posembed_input.pos_embedding", posembed, BIG_VISION_POSEMBED_KEY)
     else:
-        put("posembed_input.pos_embedding", reader.get(_POSEMBED_KEY, 3), _POSEMBED_KEY)
+        put("posembed_input.pos_embedding", reader.get(POSEMBED_KEY, 3), POSEMBED_KEY)
 
-    norm1, attention, norm2, mlp = _BLOCK_NAMES[layout.big_vision_names]
+    norm1, attention, norm2, mlp = BLOCK_NAMES[layout.big_vision_names]
     num_heads = None
     for index in range(loaded_depth):
         if layout.scanned:
@@ -323,85 +272,3 @@ def _convert_npz(
             f"{source}: keys the ViT has no place for (layout {layout.describe()}): {unused[:10]}"
         )
     return RawCheckpoint(tensors, sources, depth, num_heads, layout.describe())
-
-
-# ----------------------------------------------------------------------------- writing
-
-
-def save_npz(
-    path: str | Path,
-    components: Components,
-    arch: VitArch,
-    *,
-    prefix: str = "",
-    big_vision_names: bool = False,
-    scanned: bool = False,
-) -> None:
-    """Writes components in Google's `.npz` layout (the inverse of the loader).
-
-    Args:
-        path: output file.
-        components: a full components mapping of `arch`.
-        arch: needed for the head split of the attention kernels.
-        prefix: one of NPZ_PREFIXES.
-        big_vision_names: use big_vision's block module names.
-        scanned: stack blocks under `Transformer/encoderblock/` with a leading depth axis.
-
-    Raises:
-        ValueError: unknown prefix, or scanned with zero blocks.
-    """
-    if prefix not in NPZ_PREFIXES:
-        raise ValueError(f"unknown npz prefix {prefix!r}; known: {list(NPZ_PREFIXES)}")
-    if scanned and arch.num_layers == 0:
-        raise ValueError("a scanned checkpoint needs at least one encoder block")
-
-    def array(tensor: torch.Tensor) -> np.ndarray:
-        return tensor.detach().to("cpu", torch.float32).numpy()
-
-    width, heads, head_dim = arch.width, arch.num_heads, arch.head_dim
-    out: dict[str, np.ndarray] = {
-        "embedding/kernel": array(components["embedding"]["weight"]).transpose(2, 3, 1, 0),
-        "embedding/bias": array(components["embedding"]["bias"]),
-        "cls": array(components["cls"]["token"]),
-        _POSEMBED_KEY: array(components["posembed_input"]["pos_embedding"]),
-        "Transformer/encoder_norm/scale": array(components["encoder_norm"]["weight"]),
-        "Transformer/encoder_norm/bias": array(components["encoder_norm"]["bias"]),
-    }
-    if "head" in components:
-        out["head/kernel"] = array(components["head"]["weight"]).T
-        out["head/bias"] = array(components["head"]["bias"])
-    norm1, attention, norm2, mlp = _BLOCK_NAMES[big_vision_names]
-    blocks: list[dict[str, np.ndarray]] = []
-    for index in range(arch.num_layers):
-        block = components[f"encoderblock_{index}"]
-        qkv_weight = array(block["attn.qkv.weight"])
-        qkv_bias = array(block["attn.qkv.bias"])
-        entries = {
-            f"{norm1}/scale": array(block["norm1.weight"]),
-            f"{norm1}/bias": array(block["norm1.bias"]),
-            f"{norm2}/scale": array(block["norm2.weight"]),
-            f"{norm2}/bias": array(block["norm2.bias"]),
-            f"{attention}/out/kernel": array(block["attn.proj.weight"]).T.reshape(
-                heads, head_dim, width
-            ),
-            f"{attention}/out/bias": array(block["attn.proj.bias"]),
-            f"{mlp}/Dense_0/kernel": array(block["mlp.fc1.weight"]).T,
-            f"{mlp}/Dense_0/bias": array(block["mlp.fc1.bias"]),
-            f"{mlp}/Dense_1/kernel": array(block["mlp.fc2.weight"]).T,
-            f"{mlp}/Dense_1/bias": array(block["mlp.fc2.bias"]),
-        }
-        for part_index, part in enumerate(("query", "key", "value")):
-            rows = slice(part_index * width, (part_index + 1) * width)
-            entries[f"{attention}/{part}/kernel"] = qkv_weight[rows].T.reshape(
-                width, heads, head_dim
-            )
-            entries[f"{attention}/{part}/bias"] = qkv_bias[rows].reshape(heads, head_dim)
-        blocks.append(entries)
-    if scanned:
-        for name in blocks[0]:
-            out[f"Transformer/encoderblock/{name}"] = np.stack([block[name] for block in blocks])
-    else:
-        for index, entries in enumerate(blocks):
-            for name, value in entries.items():
-                out[f"Transformer/encoderblock_{index}/{name}"] = value
-    np.savez(path, **{prefix + key: np.ascontiguousarray(value) for key, value in out.items()})
