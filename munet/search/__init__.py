@@ -39,7 +39,9 @@ Running searches (submodules, imported on their own; only `executors` touches Ra
 - `munet.search.driver`: `SearchRun(strategy, objective, executor, out_dir, ...)`: W trials
   in flight, told as they arrive, checkpointed after every result, `resume=True`.
 - `munet.search.petridish_loop`: `PetridishLoop` / `run_petridish`, `PetridishSettings`:
-  Archai's distributed seed/search/train loop with checkpoint and resume.
+  Archai's distributed seed/search/train loop with checkpoint and resume (its settings and
+  stop rule live in `petridish_settings`, the pool's records and parent sampling in
+  `petridish_pool`; both re-exported from `petridish_loop`).
 - `munet.search.objectives`: `NASBenchObjective`, `VitObjective`, `parse_objective`.
 - `munet.search.frontier`: `write_outputs` (frontier.png, frontier.json, pool.json).
 

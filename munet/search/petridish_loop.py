@@ -21,97 +21,40 @@ restored loop would wait forever). A failed job is logged and replaced by a new 
 so the number of jobs in flight stays what the seed keeps; `max_consecutive_failures` stops a
 loop that only fails. With the in-process executor jobs run first-in first-out, so a seeded run
 (and an interrupted-then-resumed one) replays exactly.
+
+This module is the loop; its settings and stop rule are munet.search.petridish_settings, the
+pool's records and parent sampling munet.search.petridish_pool.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import os
 import random
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any
 
 from .base import rng_state_from_json, rng_state_to_json
 from .executors import Executor
 from .frontier import write_outputs
-from .hull import eps_band, hull_sampling_weights
 from .jobs import run_objective_job
 from .objectives.base import GrowthObjective, derived_seed
+from .petridish_pool import LoopReport, PoolPoint, sample_parent
+from .petridish_settings import EXTENDABLE, PetridishSettings, stop_reason
 from .run_state import load_run_state, refuse_existing_state, save_run_state
 
+# The settings and pool records were defined here: importing them from here still works.
+__all__ = [
+    "EXTENDABLE",
+    "LoopReport",
+    "PetridishLoop",
+    "PetridishSettings",
+    "PoolPoint",
+    "run_petridish",
+]
+
 logger = logging.getLogger(__name__)
-
-# The settings a resumed loop may change: its stop limits (a finished loop then goes on).
-EXTENDABLE = frozenset(
-    f"settings.{name}" for name in ("max_cost", "max_pool_size", "max_trained", "time_budget")
-)
-
-
-@dataclass(frozen=True)
-class PetridishSettings:
-    """Settings of the loop (Archai's `petridish` config section).
-
-    Attributes:
-        eps: relative width of the band above the hull (`convex_hull_eps`, 0.025).
-        max_cost: stop once a pool model's cost exceeds this (`max_madd`); None = never.
-        max_pool_size: stop once the pool holds more models (`max_hull_points`, 100).
-        max_trained: also stop after this many trained models; None = no such budget.
-        time_budget: also stop once finished jobs' training seconds add up past this.
-        seed: randomness of parent sampling and of every job's seed.
-        max_consecutive_failures: stop after this many failed jobs in a row.
-    """
-
-    eps: float = 0.025
-    max_cost: float | None = None
-    max_pool_size: int = 100
-    max_trained: int | None = None
-    time_budget: float | None = None
-    seed: int = 0
-    max_consecutive_failures: int = 10
-
-    def __post_init__(self) -> None:
-        if not (math.isfinite(self.eps) and self.eps >= 0):
-            raise ValueError(f"eps must be a finite number >= 0, got {self.eps!r}")
-        if self.max_pool_size < 1:
-            raise ValueError(f"max_pool_size must be >= 1, got {self.max_pool_size!r}")
-        if self.max_trained is not None and self.max_trained < 1:
-            raise ValueError(f"max_trained must be >= 1, got {self.max_trained!r}")
-        if self.time_budget is not None and not self.time_budget > 0:
-            raise ValueError(f"time_budget must be > 0 seconds, got {self.time_budget!r}")
-        if self.max_consecutive_failures < 1:
-            raise ValueError(
-                f"max_consecutive_failures must be >= 1, got {self.max_consecutive_failures!r}"
-            )
-
-
-@dataclass
-class PoolPoint:
-    """A trained model in the pool (the seed's `ConvexHullPoint` after its train stage)."""
-
-    id: int  # id of the job that trained it
-    candidate: Any
-    error: float
-    cost: float
-    sampling_count: int
-    parent_id: int | None  # pool id of the model it was grown from; None for seed models
-    stage: str  # "seed" or "train"
-    weights: str | None  # relative to the output folder
-    train_seconds: float  # its search + train jobs (or its seed job)
-    metrics: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class LoopReport:
-    """What a finished (or interrupted) loop returns."""
-
-    pool: list[PoolPoint]
-    stop_reason: str
-    num_jobs: int
-    num_failed: int
-    simulated_seconds: float
-    outputs: dict[str, str]
 
 
 class PetridishLoop:
@@ -221,21 +164,13 @@ class PetridishLoop:
         )
 
     def _stop_rule(self) -> str | None:
-        """The seed's `_is_search_done`, plus the optional budgets."""
-        s = self.settings
-        if self.pool:
-            costliest = max(p.cost for p in self.pool)
-            if s.max_cost is not None and costliest > s.max_cost:
-                return f"a model's cost {costliest:.6g} exceeds max_cost {s.max_cost:.6g}"
-            if len(self.pool) > s.max_pool_size:
-                return f"pool holds {len(self.pool)} models > max_pool_size {s.max_pool_size}"
-        if s.max_trained is not None and len(self.pool) >= s.max_trained:
-            return f"trained {len(self.pool)} models (max_trained {s.max_trained})"
-        if s.time_budget is not None and self.simulated_seconds > s.time_budget:
-            return f"{self.simulated_seconds:.6g} training seconds > budget {s.time_budget:.6g}"
-        if self.consecutive_failures >= s.max_consecutive_failures:
-            return f"{self.consecutive_failures} jobs failed in a row"
-        return None
+        """The seed's `_is_search_done`, plus the optional budgets (`stop_reason`)."""
+        return stop_reason(
+            self.settings,
+            [p.cost for p in self.pool],
+            self.simulated_seconds,
+            self.consecutive_failures,
+        )
 
     def _handle(self, spec: dict[str, Any], result: dict[str, Any] | None, error: str | None):
         stage, job_id = spec["stage"], spec["id"]
@@ -286,12 +221,7 @@ class PetridishLoop:
 
     def _grow_sampled_parent(self) -> None:
         """The seed's `sample_from_hull` followed by a search job for the sampled parent."""
-        costs = [p.cost for p in self.pool]
-        errors = [p.error for p in self.pool]
-        band = [self.pool[i] for i in eps_band(costs, errors, self.settings.eps)]
-        weights = hull_sampling_weights([p.sampling_count for p in band], [p.cost for p in band])
-        (parent,) = self.rng.choices(band, weights=weights)
-        parent.sampling_count += 1
+        parent = sample_parent(self.pool, self.settings.eps, self.rng)
         self._submit(
             "search",
             parent.candidate,
