@@ -1,73 +1,21 @@
-"""The multipath agent (seed 000 ``MultiVit``): config, loading, sampling rules pinned with
-scripted random draws, training of the router and connectors only, publishing and loading."""
+"""How the multipath agent samples a child: path_0, the parent, inherited and drawn subpaths
+(the seed's rules and munet's default root eligibility), pinned with scripted random draws; the
+new router's and connectors' initial values."""
 
 import math
-import shutil
 
 import pytest
 import torch
 
 from munet.agents import multipath
-from munet.agents.demo import multipath_overrides
-from munet.agents.multipath import MultipathAgent, canonical
+from munet.agents.multipath import canonical
 from munet.agents.reports import AgentError
-from munet.agents.root import create_root_model
-from munet.agents.runner import leaderboard_rows, make_agent
-from munet.config import (
-    ConfigError,
-    apply_overrides,
-    get_preset,
-    multipath_config,
-)
+from munet.config import get_preset
 from munet.models.multipath import ROUTER, head_adapter_name
-from munet.system import Path, SystemStore
+from munet.system import Path
 from munet.system.component import PathComponent
-from munet.training import loop
-from tests.agents.conftest import TINY_OVERRIDES
+from tests.agents.multipath_helpers import ROOT, SP, agent_for
 from tests.agents.scripted_rng import ScriptedRng
-
-COMMON = multipath_overrides(TINY_OVERRIDES)
-SP = "VitCpu~digits"
-
-
-def quiet(*_):
-    pass
-
-
-@pytest.fixture(scope="module")
-def grown(tmp_path_factory):
-    """A system of a random-init root and two singlepath agents (digits at 8 px, synth/color
-    at 16 px), one cycle each."""
-    directory = tmp_path_factory.mktemp("grown") / "state"
-    sp = apply_overrides(get_preset("VitCpu"), TINY_OVERRIDES)
-    create_root_model(sp, directory)
-    make_agent(sp, "digits", directory, progress=False, echo=quiet).run(1)
-    color = apply_overrides(sp, ["ds_image_size=16"])
-    make_agent(color, "synth/color", directory, progress=False, echo=quiet).run(1)
-    return directory
-
-
-@pytest.fixture
-def state(grown, tmp_path):
-    copy = tmp_path / "state"
-    shutil.copytree(grown, copy)
-    return copy
-
-
-@pytest.fixture
-def mp_config():
-    """The seed's rules: the random-init root qualifies as a subpath (the scripted draws below
-    replay the seed's decisions)."""
-    return apply_overrides(get_preset("MultiVitCpu"), [*COMMON, "multipath_random_root=true"])
-
-
-@pytest.fixture
-def default_config():
-    """munet's default: a random-init root is never a subpath."""
-    return apply_overrides(get_preset("MultiVitCpu"), COMMON)
-
-
-ROOT = "VitCpu~root_model~random_init"
 
 
 class RecordingRng(ScriptedRng):
@@ -89,10 +37,6 @@ def hand_built(population, source, agent_id, task):
     return path
 
 
-def agent_for(config, state, task="digits"):
-    return MultipathAgent(config, task, state, progress=False, echo=quiet)
-
-
 class FixedMutation:
     """Stands in for mutate_hparams: records its input and sets the given values (no draws)."""
 
@@ -103,82 +47,6 @@ class FixedMutation:
     def __call__(self, hparams, policy, rng):
         self.seen.append(dict(hparams))
         return {**hparams, **self.values}, []
-
-
-# Config ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    "multi,single", [("MultiVit", "Vit"), ("MultiVitB", "VitB"), ("MultiVitT3", "VitT3"),
-                     ("MultiVitCpu", "VitCpu")],
-)  # fmt: skip
-def test_multipath_presets_derive_from_their_singlepath_preset(multi, single):
-    config, base = get_preset(multi), get_preset(single)
-    assert config.name == multi and config.singlepath_agent == single and config.is_multipath
-    assert config.force_mutations == []
-    assert (config.scorer.base_accounted_params, config.scorer.base_flops) == (0, 0)
-    for key in ("num_layers", "ds_image_size"):
-        assert key not in config.hparams_defaults and key not in config.hparams_mutation_ranges
-    assert config.hparams_defaults["router_init_main_path_weight"] == 0.8
-    assert config.hparams_defaults["router_lr_mult"] == 0.05
-    assert config.hparams_defaults["num_paths"] == 2
-    assert config.hparams_mutation_ranges["router_lr_mult"] == [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1]
-    assert config.hparams_mutation_ranges["num_paths"] == [2, 3]
-    # Everything else is the singlepath preset's.
-    same = (
-        "model",
-        "batch_size",
-        "num_samples_per_cycle",
-        "max_task_population_size",
-        "num_train_examples_between_validations_max",
-        "num_validations_per_path_training",
-    )
-    assert all(getattr(config, k) == getattr(base, k) for k in same)
-    for key, value in base.hparams_defaults.items():
-        if key not in ("num_layers", "ds_image_size"):
-            assert config.hparams_defaults[key] == value
-
-
-def test_multipath_config_rejects_fewer_than_two_paths():
-    config = multipath_config(get_preset("VitCpu"))
-    with pytest.raises(ConfigError, match="not in its mutation range"):
-        apply_overrides(config, ["num_paths=1"])
-    config.hparams_mutation_ranges["num_paths"] = [1, 2]
-    config.hparams_defaults["num_paths"] = 1
-    with pytest.raises(ConfigError, match="at least 2 paths"):
-        config.validate()
-
-
-def test_score_is_quality():
-    from munet.system import ScorerDecay
-
-    scorer = get_preset("MultiVitT3").scorer
-    decay = ScorerDecay(scorer.scale_factor, scorer.base_accounted_params, scorer.base_flops)
-    path = Path(0, "MultiVitT3~digits", "digits", {}, [])
-    path.metrics["quality"] = 0.731
-    assert decay.score(path) == 0.731
-
-
-# Loading ---------------------------------------------------------------------------------------
-def test_root_model_task_is_refused_naming_the_singlepath_agent(mp_config, state):
-    with pytest.raises(AgentError, match="munet root --agent VitCpu"):
-        agent_for(mp_config, state, "root_model/random_init")
-    with pytest.raises(ValueError, match="munet root --agent VitCpu"):
-        create_root_model(mp_config, state)
-
-
-def test_task_without_singlepath_state_is_an_error_before_any_work(mp_config, state):
-    agent = agent_for(mp_config, state, "synth/shape")
-    with pytest.raises(AgentError, match=r"munet run --agent VitCpu --task synth/shape"):
-        agent.run(1)
-    assert SystemStore(str(state)).list_states(agent.agent_id) == []
-
-
-def test_loads_its_singlepath_class_only(mp_config, state):
-    agent_for(mp_config, state, "synth/color").run(1)
-    population, *_ = agent_for(mp_config, state)._load(announce=False)
-    # Not the other multipath agent's paths (its published subpaths are VitCpu paths anyway).
-    assert sorted(population.paths) == [
-        "VitCpu~digits", "VitCpu~root_model~random_init", "VitCpu~synth~color"
-    ]  # fmt: skip
 
 
 # Sampling --------------------------------------------------------------------------------------
@@ -421,103 +289,3 @@ def test_missing_inherited_subpath_with_nothing_left_to_draw_keeps_the_later_one
     assert list(child.hparams["paths"]) == ["path_0", "path_1"]
     assert child.hparams["paths"]["path_1"]["agent_id"] == color.agent_id
     assert child.hparams["num_paths"] == 2
-
-
-# Training, publishing, loading -----------------------------------------------------------------
-def test_cycle_trains_router_and_connectors_only_and_publishes_subpaths(mp_config, state):
-    store = SystemStore(str(state))
-    before = store.load("VitCpu~digits", ["VitCpu"]).population
-    fingerprints = {p.full_id: [c.fingerprint() for c in p.leaf_components()]
-                    for p in before.all_paths()}  # fmt: skip
-    report = agent_for(mp_config, state).run(1)
-    best = report.best
-    for generation in report.generations:
-        for path in generation.paths:
-            # The parent is another agent's path (path_0): nothing to beat.
-            if path.parent.agent_id != "MultiVitCpu~digits":
-                assert path.metrics["parent_score"] is None
-            trained = sum(
-                c.num_params for c in path.components if not c.is_path
-            )
-            assert path.metrics["num_trainable_params"] == trained
-            assert path.metrics["score"] == path.metrics["quality"]
-    # Subpaths are frozen: their tensors are those of their own agents' states.
-    for slot, ref in best.hparams["paths"].items():
-        wrapped = best.component(slot).path
-        assert wrapped.full_id == f"{ref['agent_id']}:{ref['id']}"
-        assert [c.fingerprint() for c in wrapped.leaf_components()] == fingerprints[
-            wrapped.full_id
-        ]
-    # Published: the agent's path, then every subpath it uses.
-    state_ref = store.latest_state("MultiVitCpu~digits")
-    manifest = store.read_manifest(state_ref)
-    subs = [f"{r['agent_id']}:{r['id']}" for r in best.hparams["paths"].values()]
-    assert manifest["published"] == [best.full_id, *subs]
-    # The leaderboard names the subpaths.
-    rows = [r for r in leaderboard_rows(store) if r["agent_id"] == "MultiVitCpu~digits"]
-    assert rows[0]["paths"] == " ".join(subs)
-
-
-def test_subpaths_stay_loadable_after_their_agent_moved_on(mp_config, state, monkeypatch):
-    agent_for(mp_config, state).run(1)
-    store = SystemStore(str(state))
-    best = store.load("MultiVitCpu~digits", ["VitCpu"]).population.get_best_path()
-    used = best.component("path_0").path.full_id
-    # The digits agent moves on: every child beats its parent (validation accuracy rises
-    # call by call), so its next state publishes another path.
-    calls = iter(range(1, 1000))
-    with monkeypatch.context() as patch:
-        patch.setattr(loop, "evaluate_accuracy", lambda *a: 0.5 + next(calls) / 2000)
-        sp = apply_overrides(get_preset("VitCpu"), TINY_OVERRIDES)
-        make_agent(sp, "digits", state, progress=False, echo=quiet).run(2)
-    assert used not in store.read_manifest(store.latest_state(SP))["published"]
-    population = store.load("MultiVitCpu~digits", ["VitCpu"]).population
-    reloaded = population.get_best_path()
-    assert reloaded.component("path_0").path.full_id == used
-    # And the model still evaluates to the same test quality.
-    agent = agent_for(mp_config, state)
-    before = reloaded.metrics["test_quality"]
-    assert agent.run_test_eval(reloaded, test_immutability=True) == pytest.approx(before)
-
-
-# Reusing frozen subpaths' outputs -------------------------------------------------------------
-def test_path_output_cache_answers_like_the_model_within_its_budget():
-    from munet.agents.path_cache import PathOutputCache
-
-    calls = []
-    weight = torch.randn(12, 5)
-
-    def model(images):
-        calls.append(len(images))
-        return images.reshape(len(images), -1) @ weight
-
-    images = torch.randn(6, 3, 2, 2)
-    images[4] = images[1]  # The same image twice in a batch.
-    cache = PathOutputCache(max_bytes=4 * 5 * 4)  # Room for four rows.
-    cached = cache.wrap("path", model)
-    first = cached(images)
-    assert torch.allclose(first, model(images), atol=1e-6)
-    calls.clear()
-    again = cached(images)
-    assert torch.equal(again, first)
-    assert calls == [1] and cache.bytes == 4 * 5 * 4  # Only the row left out was recomputed.
-    assert cache.hits == 0 + 5 and cache.misses == 6 + 1  # First call: all six computed.
-    # Another key is another table; gradients or a zero budget bypass the cache.
-    assert torch.allclose(cache.wrap("other", model)(images), first)
-    assert PathOutputCache(0).wrap("p", model)(images).shape == (6, 5)
-
-
-def test_cached_training_matches_recomputing(mp_config, state, tmp_path):
-    from munet.agents.path_cache import augmentation_active
-
-    other = tmp_path / "other"
-    shutil.copytree(state, other)
-    cached_agent = agent_for(mp_config, state)
-    cached = cached_agent.run(1)
-    plain_config = apply_overrides(mp_config, ["path_output_cache_mb=0"])
-    plain = agent_for(plain_config, other).run(1)
-    assert cached_agent.path_outputs.hits > 0
-    assert not augmentation_active(cached.generations[0].paths[0].hparams)
-    for a, b in zip(cached.generations, plain.generations, strict=True):
-        assert [p.metrics["evals"] for p in a.paths] == [p.metrics["evals"] for p in b.paths]
-    assert cached.best.metrics["test_quality"] == plain.best.metrics["test_quality"]
