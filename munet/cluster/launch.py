@@ -29,6 +29,8 @@ from munet.cluster.worker import AgentStopped
 from munet.interrupts import defer_sigint, interruption_point, resume_sigint
 from munet.progress import bars_enabled, progress_bar, write_line
 
+# import_ray and init_ray were defined here (now munet.cluster.ray_setup): importing them from
+# here still works.
 __all__ = ["FORWARDED_ENV", "LaunchResult", "import_ray", "init_ray", "launch"]
 
 #: Settings forwarded to the workers when set here (no secrets: credentials normally come from
