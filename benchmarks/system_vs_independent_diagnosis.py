@@ -1,8 +1,9 @@
 """Why the system loses on some tasks (docs/results.md): restarted short trainings against frozen
-random-init root components, and the plain model's learning curve.
+root components, and the plain model's learning curve.
 
 For each task, with the singlepath agent's own code (munet.agents.IndependentAgent: its
-``build_components`` and ``train_paths``) and default hparams, from a random-init root:
+``build_components`` and ``train_paths``) and default hparams, from the root ``--root``
+(``random_init``, ``pretrained`` or a checkpoint file; benchmarks/root_source.py):
 
 - chains of ``--links`` trainings of ``--link-steps`` steps, each continuing the previous
   one's parameters with a fresh schedule (as an agent's lineage does), against one training of
@@ -11,7 +12,7 @@ For each task, with the singlepath agent's own code (munet.agents.IndependentAge
 - with ``--curve``, the plain model's test accuracy after each of those step counts.
 
 Run: ``python benchmarks/system_vs_independent_diagnosis.py --tasks synth/position synth/shape
---curve 128 384 768 1152 2304`` (about 10 minutes on a busy 2-core machine).
+--curve 128 384 768 1152 2304 [--root pretrained]`` (about 10 minutes on a busy 2-core machine).
 """
 
 from __future__ import annotations
@@ -21,7 +22,10 @@ import os
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from root_source import resolve_root  # noqa: E402
 
 from munet.agents import IndependentAgent, create_root_model, default_hparams  # noqa: E402
 from munet.agents.cycle import stable_seed  # noqa: E402
@@ -58,15 +62,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--link-steps", type=int, default=128)
     parser.add_argument("--frozen", nargs="+", default=["posembed_input", "encoderblock_0"])
     parser.add_argument("--curve", type=int, nargs="*", default=[], help="plain run lengths")
+    parser.add_argument("--root", default="random_init", help="random_init, pretrained or FILE")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     args = parser.parse_args(argv)
-    config = apply_overrides(get_preset("VitCpu"), args.overrides)
+    root = resolve_root(args.root, "VitCpu")
+    print(root.describe(), flush=True)
+    config = apply_overrides(get_preset("VitCpu"), [*root.overrides, *args.overrides])
     frozen = tuple(args.frozen)
     total = args.links * args.link_steps
     with tempfile.TemporaryDirectory(prefix="munet-diagnosis-") as state_dir:
-        create_root_model(config, state_dir)
+        create_root_model(config, state_dir, root.kind)
         for task in args.tasks:
-            agent = IndependentAgent(config, task, state_dir, progress=False, echo=lambda _: None)
+            agent = IndependentAgent(
+                config, task, state_dir, progress=False, echo=lambda _: None, root_kind=root.kind
+            )
             runs = {
                 f"1 x {total}, all trainable": (1, total, ()),
                 f"{args.links} x {args.link_steps} restarted, all trainable": (

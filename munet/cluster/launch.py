@@ -25,6 +25,7 @@ from munet.cluster.agent_task import StopFlag, task_body
 from munet.cluster.events import Event, format_event
 from munet.cluster.ray_setup import import_ray, init_ray
 from munet.cluster.specs import AgentSpec
+from munet.cluster.waits import multipath_waits, release
 from munet.cluster.worker import AgentStopped
 from munet.interrupts import defer_sigint, interruption_point, resume_sigint
 from munet.progress import bars_enabled, progress_bar, write_line
@@ -52,27 +53,6 @@ FORWARDED_ENV = (
 def _overrides(spec: AgentSpec, overrides: Sequence[str]) -> list[str]:
     """The launch-wide overrides, then the agent's own."""
     return [*overrides, *spec.overrides]
-
-
-def _multipath_dependencies(specs, configs, store) -> dict[str, str]:
-    """Multipath agent id -> the singlepath agent of this launch it must wait for.
-
-    A multipath agent combines paths of its task's singlepath agent, so it cannot start before
-    that agent committed a cycle; when that agent is part of the launch and has none yet, the
-    multipath agent is submitted once it has (so it holds no resources while waiting).
-    """
-    from munet.system import format_agent_id
-
-    ids = {s.agent_id for s in specs}
-    waits = {}
-    for spec in specs:
-        config = configs[spec.agent_id]
-        if not getattr(config, "is_multipath", False):
-            continue
-        main = format_agent_id(config.singlepath_agent, spec.task)
-        if main in ids and store.latest_state(main, end_of_cycle=True) is None:
-            waits[spec.agent_id] = main
-    return waits
 
 
 @dataclass
@@ -160,7 +140,7 @@ def launch(
     for spec in specs:  # A misspelt task fails here, not in a worker once Ray is up.
         if not configs[spec.agent_id].data:
             check_task_name(spec.task)
-    waits_for = _multipath_dependencies(specs, configs, store)
+    waits_for = multipath_waits(specs, configs, store)
     missing = [name for name in env_names if name not in os.environ]
     if missing:
         raise ValueError(f"--env {', '.join(missing)}: not set in this environment")
@@ -222,14 +202,13 @@ def launch(
             f"launched {len(specs)} agents for {cycles} cycles on Ray "
             f"({ray_address or 'local instance'}); state: {state_dir}"
         )
-        for agent_id, main in waits_for.items():
-            echo(f"[{agent_id}] starts once {main} has finished a cycle")
+        for agent_id, wait in waits_for.items():
+            echo(f"[{agent_id}] starts once {wait.describe()} has finished a cycle")
 
-        def release_waiting(main_agent_id: str) -> None:
-            """Submit the multipath agents that waited for this singlepath agent."""
-            for agent_id in [a for a, m in waits_for.items() if m == main_agent_id]:
-                del waits_for[agent_id]
-                submit(deferred.pop(agent_id))
+        def release_waiting(agent_id: str, finished_cycle: bool) -> None:
+            """Submit the multipath agents that waited for this agent and now wait no more."""
+            for waiter in release(waits_for, agent_id, finished_cycle):
+                submit(deferred.pop(waiter))
 
         def drain() -> None:
             while True:
@@ -252,14 +231,14 @@ def launch(
                         bar.update(1)
                     echo(format_event(event))
                     if event.get("kind") == "cycle":
-                        release_waiting(event["agent_id"])
+                        release_waiting(event["agent_id"], finished_cycle=True)
                     if on_event is not None:
                         on_event(event)
 
         def collect(ready: list[Any]) -> None:
             for ref in ready:
                 spec = pending.pop(ref)
-                release_waiting(spec.agent_id)  # finished or failed: waiting is over
+                release_waiting(spec.agent_id, finished_cycle=False)  # it ended: wait no more
                 try:
                     summary = ray.get(ref)
                 except (ray.exceptions.TaskCancelledError, KeyboardInterrupt):
@@ -281,9 +260,10 @@ def launch(
 
         try:
             while pending or deferred:
-                if not pending:  # Only waiting agents left (their dependency is gone).
-                    for agent_id in list(waits_for):
-                        release_waiting(waits_for[agent_id])
+                if not pending:  # Only waiting agents left (what they wait for is gone).
+                    for waiter in list(waits_for):
+                        del waits_for[waiter]
+                        submit(deferred.pop(waiter))
                     continue
                 ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.25)
                 drain()

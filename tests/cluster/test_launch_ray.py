@@ -50,10 +50,14 @@ def test_cli_launch_of_mixed_presets_on_a_local_dir(tmp_path, tiny_overrides):
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     agents = [f"VitCpu~{t.replace('/', '~')}" for t in TASKS] + ["MultiVitCpu~synth~shape"]
-    # The multipath agent starts once its singlepath agent published a cycle.
-    assert "[MultiVitCpu~synth~shape] starts once VitCpu~synth~shape has finished a cycle" in out
-    assert out.index("[VitCpu~synth~shape] cycle 1/2 done") < out.index(
-        "[MultiVitCpu~synth~shape] started")
+    # The multipath agent starts once its singlepath agent and another one to draw a subpath
+    # from (the random_init root is not one by default) published a cycle.
+    assert re.search(r"\[MultiVitCpu~synth~shape\] starts once VitCpu~synth~shape and one of "
+                     r"VitCpu~[^\n]+ has finished a cycle", out), out
+    started = out.index("[MultiVitCpu~synth~shape] started")
+    assert out.index("[VitCpu~synth~shape] cycle 1/2 done") < started
+    others = [f"[VitCpu~{t.replace('/', '~')}] cycle 1/2 done" for t in TASKS if t != "synth/shape"]
+    assert min(out.index(o) for o in others) < started
     for agent_id in agents:
         # One line per finished generation (one per cycle here) and per cycle, per agent.
         # With totals (issue 24): `cycle 1/2 gen 1/2`.

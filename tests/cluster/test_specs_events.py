@@ -21,19 +21,21 @@ def test_agent_groups_with_resources_once_or_per_group():
 
 def test_per_preset_overrides_and_multipath_dependencies(tmp_path):
     from munet.agents.runner import resolve_config
-    from munet.cluster.launch import _multipath_dependencies
+    from munet.cluster.waits import Wait, multipath_waits
     from munet.system import SystemStore
 
     specs = agent_specs(["VitCpu", "MultiVitCpu"], ["digits,synth/shape", "digits,synth/count"],
                         preset_overrides=[("VitCpu", "num_layers=1")])
     assert specs[0].overrides == ("num_layers=1",) and specs[2].overrides == ()
     configs = {s.agent_id: resolve_config(s.agent_class, s.overrides) for s in specs}
-    # MultiVitCpu~digits waits for VitCpu~digits (in the launch, no state yet);
-    # MultiVitCpu~synth~count has no singlepath agent in the launch: it starts (and says why
-    # it cannot run, if the store has no such state).
+    # MultiVitCpu~digits waits for VitCpu~digits (in the launch, no state yet) and for another
+    # VitCpu agent to draw from (the random_init root is not one by default); MultiVitCpu~
+    # synth~count has no singlepath agent of its own in the launch (it will say so if the
+    # store has none when it runs), but waits for any VitCpu agent to draw from.
     store = SystemStore(str(tmp_path))
-    assert _multipath_dependencies(specs, configs, store) == {
-        "MultiVitCpu~digits": "VitCpu~digits"
+    assert multipath_waits(specs, configs, store) == {
+        "MultiVitCpu~digits": Wait("VitCpu~digits", {"VitCpu~synth~shape"}),
+        "MultiVitCpu~synth~count": Wait(None, {"VitCpu~digits", "VitCpu~synth~shape"}),
     }
     with pytest.raises(ValueError, match="--agent-set for VitT3: not an --agent"):
         agent_specs(["VitCpu"], ["digits"], preset_overrides=[("VitT3", "seed=1")])
@@ -163,3 +165,33 @@ def test_a_worker_started_with_sigint_ignored_can_still_be_cancelled():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, check=True).stdout.split()
     assert out == ["ignored", "interrupted"]
+
+
+def test_multipath_waits_end_when_a_drawable_agent_finished_a_cycle(tmp_path):
+    from munet.agents.runner import resolve_config
+    from munet.cluster.waits import Wait, multipath_waits, release
+    from munet.system import SystemStore
+
+    specs = agent_specs(["VitCpu", "MultiVitCpu"], ["digits,synth/shape,synth/count", "digits"])
+    configs = {s.agent_id: resolve_config(s.agent_class, s.overrides) for s in specs}
+    waits = multipath_waits(specs, configs, SystemStore(str(tmp_path)))
+    others = {"VitCpu~synth~shape", "VitCpu~synth~count"}
+    assert waits == {"MultiVitCpu~digits": Wait("VitCpu~digits", others)}
+    assert "one of VitCpu~synth~count, VitCpu~synth~shape" in waits["MultiVitCpu~digits"].describe()
+    # Its own singlepath agent's cycle is not enough, nor another agent ending without one.
+    assert release(waits, "VitCpu~digits", finished_cycle=True) == []
+    assert release(waits, "VitCpu~synth~count", finished_cycle=False) == []
+    assert waits["MultiVitCpu~digits"] == Wait(None, {"VitCpu~synth~shape"})
+    assert release(waits, "VitCpu~synth~shape", finished_cycle=True) == ["MultiVitCpu~digits"]
+    assert waits == {}
+    # With the seed's rule the random_init root is drawable: no other agent is needed, and
+    # one that ended without a cycle releases the waiter (which then reports what it lacks).
+    seed_rule = {k: resolve_config(s.agent_class, ("multipath_random_root=true",))
+                 for k, s in zip(configs, specs, strict=True)}
+    store = SystemStore(str(tmp_path))
+    from munet.agents import create_root_model
+
+    create_root_model(seed_rule["VitCpu~digits"], store)
+    waits = multipath_waits(specs, seed_rule, store)
+    assert waits == {"MultiVitCpu~digits": Wait("VitCpu~digits")}
+    assert release(waits, "VitCpu~digits", finished_cycle=False) == ["MultiVitCpu~digits"]
