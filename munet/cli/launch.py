@@ -58,10 +58,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--root",
-        choices=["none", "random_init"],
+        choices=["none", "default", "pretrained", "random_init"],
         default="none",
-        help="random_init: create a random-init root model for each singlepath class of the "
-        "launch that has none (default: none; create it with `munet root`)",
+        help="create the root model of each singlepath class of the launch that has none: "
+        "default (as `munet root` would: pretrained where the preset ships a root, e.g. "
+        "VitCpu), pretrained or random_init (default: none; create it with `munet root`)",
     )
     parser.add_argument(
         "--max-retries", type=int, default=3, help="reruns of an agent whose worker died"
@@ -133,7 +134,7 @@ def _launch_deferred(args: argparse.Namespace) -> int:
             args.gpus_per_agent,
             [tuple(pair) for pair in args.agent_set],
         )
-        if args.root == "random_init":
+        if args.root != "none":
             _create_roots(specs, args)
         interruption_point()
         result = launch(
@@ -161,9 +162,9 @@ def _launch_deferred(args: argparse.Namespace) -> int:
 
 
 def _create_roots(specs, args: argparse.Namespace) -> None:
-    """A random-init root model for each singlepath class of the launch (a multipath preset's
-    singlepath class included) that has none."""
-    from munet.agents.root import create_root_model
+    """A root model of kind ``args.root`` for each singlepath class of the launch (a multipath
+    preset's singlepath class included) that has none."""
+    from munet.agents.root import create_root_model, default_root_kind
     from munet.agents.runner import resolve_config
 
     group_overrides = {s.agent_class: list(s.overrides) for s in specs}
@@ -176,5 +177,7 @@ def _create_roots(specs, args: argparse.Namespace) -> None:
             classes.append(agent_class)
     for agent_class in classes:
         overrides = [*args.overrides, *group_overrides.get(agent_class, [])]
-        path = create_root_model(resolve_config(agent_class, overrides), args.state_dir)
+        config = resolve_config(agent_class, overrides)
+        kind = default_root_kind(config) if args.root == "default" else args.root
+        path = create_root_model(config, args.state_dir, kind)
         print(f"root model {path.full_id} in {args.state_dir}")

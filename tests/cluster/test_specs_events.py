@@ -195,3 +195,18 @@ def test_multipath_waits_end_when_a_drawable_agent_finished_a_cycle(tmp_path):
     waits = multipath_waits(specs, seed_rule, store)
     assert waits == {"MultiVitCpu~digits": Wait("VitCpu~digits")}
     assert release(waits, "VitCpu~digits", finished_cycle=False) == ["MultiVitCpu~digits"]
+
+
+@pytest.mark.parametrize(("kind", "made"), [("default", "pretrained"), ("pretrained", "pretrained"),
+                                            ("random_init", "random_init")])
+def test_launch_creates_the_root_kind_asked_for(tmp_path, capsys, kind, made):
+    import argparse
+
+    from munet.cli.launch import _create_roots
+    from munet.system import SystemStore
+
+    specs = agent_specs(["VitCpu", "MultiVitCpu"], ["digits", "digits"])
+    _create_roots(specs, argparse.Namespace(root=kind, overrides=[], state_dir=str(tmp_path)))
+    roots = [a for a in SystemStore(str(tmp_path)).agent_ids() if "root" in a]
+    assert roots == [f"VitCpu~root_model~{made}"], roots  # one root, of the singlepath class
+    assert f"root model VitCpu~root_model~{made}:0" in capsys.readouterr().out
