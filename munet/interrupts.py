@@ -89,3 +89,21 @@ def _end(deferral: _Deferral) -> bool:
     previous = deferral.previous if deferral.previous is not None else signal.default_int_handler
     signal.signal(signal.SIGINT, previous)
     return bool(deferral.received)
+
+
+def listen_to_cancel() -> None:
+    """Give SIGINT Python's own handler (KeyboardInterrupt) in this process's main thread
+    where it has none: it is ignored (started in the background by a non-interactive shell: a
+    CI job, `nohup`) or left to the OS (SIG_DFL).
+
+    Ray cancels a running task by simulating SIGINT in its worker, which does nothing where
+    SIGINT is ignored; and Ray's own deferral of SIGINT around its task bookkeeping calls the
+    handler it saved, which fails ("'Handlers' object is not callable") where that handler is
+    SIG_IGN or SIG_DFL. munet's Ray workers run this at start-up (a Ray
+    ``worker_process_setup_hook``, munet.cluster.ray_setup) and at the start of each agent's
+    task.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if not callable(signal.getsignal(signal.SIGINT)):
+        signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -8,12 +8,11 @@ The agent itself is munet.cluster.worker.run_agent; this module only wires it to
 from __future__ import annotations
 
 import logging
-import signal
-import threading
 from typing import Any
 
 from munet.cluster.events import Event
 from munet.cluster.worker import run_agent
+from munet.interrupts import listen_to_cancel
 
 log = logging.getLogger("munet.cluster")
 
@@ -50,20 +49,6 @@ def task_body(
 
     return run_agent(agent_class, task, state_dir, cycles, overrides, send, lease_tag, lease_ttl,
                      should_stop, tracking)
-
-
-def listen_to_cancel() -> None:
-    """Let Ray's cancel interrupt this task even where SIGINT was ignored at start-up.
-
-    Ray cancels a running task by simulating SIGINT in it, which does nothing where SIGINT is
-    ignored, and a process started in the background by a non-interactive shell (a CI job, a
-    `nohup` launch) passes that ignore on to the Ray workers it starts.
-    """
-    if (
-        threading.current_thread() is threading.main_thread()
-        and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-    ):
-        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class StopFlag:

@@ -50,10 +50,17 @@ def init_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
         return False
     from munet.search.executors import init_ray_quietly
 
+    # Every worker gets a callable SIGINT handler before its first task (see
+    # munet.interrupts.listen_to_cancel): a cancel landing while Ray sets up a task failed it.
+    runtime_env = {"worker_process_setup_hook": "munet.interrupts.listen_to_cancel"}
     if address:
-        init_ray_quietly(ray, address=address)
+        init_ray_quietly(ray, address=address, runtime_env=runtime_env)
     else:
         init_ray_quietly(
-            ray, num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1"
+            ray,
+            num_cpus=num_cpus,
+            include_dashboard=False,
+            _node_ip_address="127.0.0.1",
+            runtime_env=runtime_env,
         )
     return True

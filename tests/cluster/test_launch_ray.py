@@ -104,6 +104,20 @@ def _listening_addresses() -> set[str]:
     return addresses
 
 
+def test_ray_workers_take_sigint_back_before_their_first_task(local_ray):
+    """The workers of a Ray started with SIGINT ignored (local_ray) run munet's setup hook: a
+    callable SIGINT handler before any task code, so a cancel that lands while Ray sets up a
+    task raises KeyboardInterrupt instead of failing it ("'Handlers' object is not callable")."""
+
+    @local_ray.remote
+    def sigint_handler_is_callable() -> bool:
+        import signal
+
+        return callable(signal.getsignal(signal.SIGINT))
+
+    assert local_ray.get(sigint_handler_is_callable.remote(), timeout=120)
+
+
 def test_launch_on_s3_survives_a_killed_worker(local_ray, s3_url, tiny_config, tiny_overrides):
     from munet.agents.root import create_root_model
     from munet.cluster import AgentSpec, launch

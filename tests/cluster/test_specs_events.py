@@ -142,15 +142,16 @@ def test_a_stop_request_ends_the_agent_after_its_commit_and_frees_its_lock(
     assert events[2]["kind"] == "start" and events[2]["state"] == "state_0_1"
 
 
-def test_a_worker_started_with_sigint_ignored_can_still_be_cancelled():
+@pytest.mark.parametrize("inherited", ["SIG_IGN", "SIG_DFL"])
+def test_a_worker_started_with_sigint_ignored_can_still_be_cancelled(inherited):
     """Ray cancels a running task by simulating SIGINT in it; a worker that inherited an
-    ignored SIGINT (a launch from a CI job or `nohup`) must take it back first."""
+    ignored SIGINT (a launch from a CI job or `nohup`), or none, must take it back first."""
     import subprocess
     import sys
 
     code = (
         "import _thread, signal\n"
-        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        f"signal.signal(signal.SIGINT, int(signal.{inherited}))\n"
         "from munet.cluster.agent_task import listen_to_cancel\n"
         "_thread.interrupt_main()\n"
         "print('ignored')\n"
