@@ -81,23 +81,9 @@ def train_vit(folder: Path, spec: str, arm: list[str], args: argparse.Namespace)
 
 def train_cnn(folder: Path, side: int, args: argparse.Namespace) -> dict:
     """The small CNN at ``side`` px for ``--cnn-seconds``; its held-out accuracy."""
-    import torch.nn.functional as F
-
-    read = own_data_vs_cnn.read_folder
-
-    def resized(root: Path):
-        images, labels = read(root)
-        if side != own_data_vs_cnn.IMAGE_SIZE:
-            images = F.interpolate(images, size=(side, side), mode="bilinear", antialias=True)
-        return images, labels
-
-    own_data_vs_cnn.read_folder = resized
-    try:
-        return own_data_vs_cnn.run_cnn(
-            folder / "train", folder / "test", args.cnn_seconds, args.seed, threads=1
-        )
-    finally:
-        own_data_vs_cnn.read_folder = read
+    return own_data_vs_cnn.run_cnn(
+        folder / "train", folder / "test", args.cnn_seconds, args.seed, threads=1, side=side
+    )
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -112,8 +112,9 @@ def write_folder(root: Path, per_class: int, seed: int) -> Path:
     return root
 
 
-def read_folder(root: Path):
-    """(images as a float tensor N x 3 x 48 x 48 in [0, 1], labels) of a class folder."""
+def read_folder(root: Path, side: int = IMAGE_SIZE):
+    """(images as a float tensor N x 3 x side x side in [0, 1], labels) of a class folder
+    (resized with antialiasing from 48 px when ``side`` differs)."""
     import numpy as np
     import torch
     from PIL import Image
@@ -124,6 +125,10 @@ def read_folder(root: Path):
             images.append(np.asarray(Image.open(file).convert("RGB"), dtype=np.float32) / 255)
             labels.append(label_index)
     pixels = torch.from_numpy(np.stack(images)).permute(0, 3, 1, 2).contiguous()
+    if side != IMAGE_SIZE:
+        pixels = torch.nn.functional.interpolate(
+            pixels, size=(side, side), mode="bilinear", antialias=True
+        )
     return pixels, torch.tensor(labels)
 
 
@@ -190,9 +195,11 @@ def small_cnn(num_classes: int):
     return nn.Sequential(*layers)
 
 
-def run_cnn(train: Path, held_out: Path, seconds: float, seed: int, threads: int) -> dict:
-    """Trains the CNN on the training images for ``seconds`` of wall time (reading the images
-    included); its held-out accuracy."""
+def run_cnn(
+    train: Path, held_out: Path, seconds: float, seed: int, threads: int, side: int = IMAGE_SIZE
+) -> dict:
+    """Trains the CNN on the training images (at ``side`` px) for ``seconds`` of wall time
+    (reading the images included); its held-out accuracy."""
     import torch
 
     start = time.perf_counter()
@@ -200,7 +207,7 @@ def run_cnn(train: Path, held_out: Path, seconds: float, seed: int, threads: int
     torch.set_num_threads(threads)
     try:
         torch.manual_seed(seed)
-        images, labels = read_folder(train)
+        images, labels = read_folder(train, side)
         model = small_cnn(len(CLASSES))
         optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
         generator = torch.Generator().manual_seed(seed)
@@ -222,7 +229,7 @@ def run_cnn(train: Path, held_out: Path, seconds: float, seed: int, threads: int
             epochs += 1
         trained = time.perf_counter() - start
         model.eval()
-        test_images, test_labels = read_folder(held_out)
+        test_images, test_labels = read_folder(held_out, side)
         with torch.no_grad():
             predicted = model(test_images).argmax(-1)
         accuracy = float((predicted == test_labels).float().mean())

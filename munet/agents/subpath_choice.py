@@ -22,6 +22,21 @@ MAIN_PATH = "path_0"
 EXCLUDED_TASK_SUFFIX = "~1k"
 
 
+def random_root_id(singlepath_class: str) -> str:
+    """The agent id of ``singlepath_class``'s ``random_init`` root model."""
+    return format_agent_id(singlepath_class, f"{ROOT_MODEL_TASK_PREFIX}random_init")
+
+
+def may_draw(agent_id: str, singlepath_class: str, random_root_allowed: bool) -> bool:
+    """Whether a path of ``agent_id`` may be drawn as a multipath subpath: another agent of
+    the singlepath class, not a VTAB-1k task, not a random-init root unless allowed."""
+    return (
+        agent_id.startswith(f"{singlepath_class}~")
+        and not agent_id.endswith(EXCLUDED_TASK_SUFFIX)
+        and (random_root_allowed or agent_id != random_root_id(singlepath_class))
+    )
+
+
 def slot_name(index: int) -> str:
     """``path_{index}``: the component slot of a multipath model's ``index``-th path."""
     return f"path_{index}"
@@ -115,22 +130,14 @@ class SubpathChoice:
             inherited[slot] = path
         return inherited
 
-    @property
-    def random_root_id(self) -> str:
-        """The agent id of the singlepath class's ``random_init`` root model."""
-        return format_agent_id(self.singlepath_class, f"{ROOT_MODEL_TASK_PREFIX}random_init")
-
     def _is_excluded_root(self, agent_id: str) -> bool:
-        return agent_id == self.random_root_id and not self.config.multipath_random_root
+        return (
+            agent_id == random_root_id(self.singlepath_class)
+            and not self.config.multipath_random_root
+        )
 
     def _may_draw(self, agent_id: str) -> bool:
-        """Whether a path of ``agent_id`` may be drawn as a subpath: another agent of the
-        singlepath class, not a VTAB-1k task, not a random-init root unless allowed."""
-        return (
-            agent_id.startswith(f"{self.singlepath_class}~")
-            and not agent_id.endswith(EXCLUDED_TASK_SUFFIX)
-            and not self._is_excluded_root(agent_id)
-        )
+        return may_draw(agent_id, self.singlepath_class, self.config.multipath_random_root)
 
     def _root_hint(self) -> str:
         if self.config.multipath_random_root:

@@ -15,9 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from munet.agents.subpath_choice import EXCLUDED_TASK_SUFFIX
+from munet.agents.subpath_choice import may_draw
 from munet.system import SystemStore, format_agent_id
-from munet.system.naming import ROOT_MODEL_TASK_PREFIX
 
 
 @dataclass
@@ -38,16 +37,6 @@ class Wait:
         return " and ".join(parts)
 
 
-def _drawable(agent_id: str, singlepath_class: str, main: str, random_root_allowed: bool) -> bool:
-    """Whether paths of ``agent_id`` may be a multipath agent's other subpaths."""
-    if agent_id == main or not agent_id.startswith(f"{singlepath_class}~"):
-        return False
-    if agent_id.endswith(EXCLUDED_TASK_SUFFIX):
-        return False
-    random_root = format_agent_id(singlepath_class, f"{ROOT_MODEL_TASK_PREFIX}random_init")
-    return random_root_allowed or agent_id != random_root
-
-
 def multipath_waits(
     specs: list[Any], configs: dict[str, Any], store: SystemStore
 ) -> dict[str, Wait]:
@@ -63,8 +52,8 @@ def multipath_waits(
         main = format_agent_id(singlepath_class, spec.task)
         allowed = bool(config.multipath_random_root)
         wait = Wait(main if main in ids and main not in stored else None)
-        if not any(_drawable(a, singlepath_class, main, allowed) for a in stored):
-            wait.others = {a for a in ids if _drawable(a, singlepath_class, main, allowed)}
+        if not any(may_draw(a, singlepath_class, allowed) for a in stored if a != main):
+            wait.others = {a for a in ids if a != main and may_draw(a, singlepath_class, allowed)}
         if not wait.over:
             waits[spec.agent_id] = wait
     return waits
