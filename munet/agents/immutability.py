@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from munet.agents.published import PublishedSystem, build_path_module, task_of
+from munet.models.class_metrics import ClassMetrics, ConfusionCounter
 from munet.system import SystemStore
 
 log = logging.getLogger("munet.agents")
@@ -34,6 +35,7 @@ class TestResult:
         measured: the accuracy measured now (None: could not evaluate).
         status: `ok`, `MISMATCH`, `untested` or `error: ...`.
         num_examples: test examples evaluated.
+        classes: per-class accuracy, confusion matrix and top-5 (None: not evaluated).
     """
 
     agent_id: str
@@ -43,6 +45,7 @@ class TestResult:
     measured: float | None
     status: str
     num_examples: int = 0
+    classes: ClassMetrics | None = None
 
     @property
     def delta(self) -> float | None:
@@ -51,23 +54,44 @@ class TestResult:
         return self.measured - self.recorded
 
 
+def evaluate_classes(
+    module: torch.nn.Module,
+    task,
+    hparams: Mapping[str, Any],
+    device: torch.device,
+    class_names: list[str] | None = None,
+) -> ClassMetrics:
+    """One exact pass of the task's test split: the confusion matrix (and top-5 hits where
+    there are more than 5 classes). Its `accuracy` is the seed's `run_test_eval` number
+    (batches weighted by their size).
+
+    Raises:
+        ValueError: the task has no test examples.
+    """
+    module = module.to(device)
+    counter: ConfusionCounter | None = None
+    with torch.inference_mode():
+        for batch in task.test_batches(hparams):
+            batch = batch.to(device)
+            logits = module(batch.images)
+            if counter is None:
+                names = (
+                    class_names if class_names and len(class_names) == logits.shape[-1] else None
+                )
+                counter = ConfusionCounter(int(logits.shape[-1]), names)
+            counter.update(logits, batch.labels)
+    if counter is None or counter.result().num_examples == 0:
+        raise ValueError(f"task {task.name!r} has no test examples")
+    return counter.result()
+
+
 def evaluate_on_test(
     module: torch.nn.Module, task, hparams: Mapping[str, Any], device: torch.device
 ) -> tuple[float, int]:
     """Accuracy of a module over one exact pass of the task's test split (batches weighted by
     their size, as the seed's `run_test_eval`). Returns (accuracy, examples)."""
-    module = module.to(device)
-    correct = 0
-    total = 0
-    with torch.inference_mode():
-        for batch in task.test_batches(hparams):
-            batch = batch.to(device)
-            logits = module(batch.images)
-            correct += int((logits.argmax(dim=-1) == batch.labels).sum())
-            total += len(batch)
-    if total == 0:
-        raise ValueError(f"task {task.name!r} has no test examples")
-    return correct / total, total
+    classes = evaluate_classes(module, task, hparams, device)
+    return classes.accuracy, classes.num_examples
 
 
 def run_immutability_test(
@@ -94,12 +118,20 @@ def run_immutability_test(
         try:
             task = task_of(published, data_dir)
             module = build_path_module(published, system)
-            measured, count = evaluate_on_test(module, task, path.hparams, torch.device(device))
+            names = list(task.class_names) if task.class_names else None
+            classes = evaluate_classes(
+                module, task, path.hparams, torch.device(device), class_names=names
+            )
         except (ValueError, ImportError, NotImplementedError, KeyError) as error:
             result.status = f"error: {error}"
             results.append(result)
             continue
-        result.measured, result.num_examples = measured, count
+        measured = classes.accuracy
+        result.measured, result.num_examples, result.classes = (
+            measured,
+            classes.num_examples,
+            classes,
+        )
         if recorded is not None:
             same = bool(np.isclose(recorded, measured, rtol=rtol))
             result.status = "ok" if same else "MISMATCH"

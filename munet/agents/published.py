@@ -280,12 +280,17 @@ def export_published(
     agent_class: str | None = None,
     path_id: int | None = None,
     data_dir: str | None = None,
+    class_metrics: bool = True,
 ):
     """Exports the best published path of a task (or the one named) as a standalone folder.
 
     The class names and the storage size of the preprocessing come from the task's data;
     when the data cannot be read here, the folder is still written, without class names and
     with inputs resized straight to the model's image size (a warning says so).
+
+    With `class_metrics`, the exported model is evaluated on the task's test split (one
+    pass) and its per-class accuracy, confusion matrix and top-5 go into `config.json` and
+    the model card.
 
     Returns:
         (the folder, the `PublishedPath` exported).
@@ -301,10 +306,13 @@ def export_published(
     node, tensors = path_model(path, published.config, system.configs)
     class_names = None
     size = None
+    per_class = None
     try:
         task = task_of(published, data_dir)
         class_names = list(task.class_names) if task.class_names else None
         size = storage_size(task)
+        if class_metrics:
+            per_class = test_class_metrics(published, system, task, class_names).to_dict()
     except (ValueError, ImportError, NotImplementedError) as error:
         log.warning(
             "the data of task %r cannot be read here (%s): exporting without class names, "
@@ -338,5 +346,21 @@ def export_published(
         class_names=class_names,
         provenance=provenance,
         metrics=metrics,
+        class_metrics=per_class,
     )
     return folder, published
+
+
+def test_class_metrics(published: PublishedPath, system: PublishedSystem, task, class_names=None):
+    """Per-class accuracy, confusion matrix and top-5 of a published path on its task's test
+    split (the exported model, built in memory; one pass on the CPU).
+
+    Returns:
+        `munet.models.class_metrics.ClassMetrics`.
+    """
+    from munet.agents.immutability import evaluate_classes
+
+    module = build_path_module(published, system)
+    return evaluate_classes(
+        module, task, published.path.hparams, torch.device("cpu"), class_names=class_names
+    )

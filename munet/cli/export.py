@@ -3,15 +3,23 @@
 munet export -d state --task flowers --out exports/flowers     # the best published path
 munet export -d state --task flowers --agent VitCpu --path 7 --out exports/flowers-7
 munet export --search runs/vit [--trial 7] --out exports/vit       # a vit: search's model
-munet test -d state [--task flowers]                           # the immutability test
+munet export -d state --task flowers --format hf --out hf/flowers  # transformers ViT folder
+munet export -d state --task flowers --format onnx --out onnx/flowers
+munet test -d state [--task flowers] [--format json]           # the immutability test
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
+import tempfile
+from collections.abc import Callable
+
+EXPORT_FORMATS = ("munet", "hf", "onnx")
+TEST_FORMATS = ("table", "json")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,7 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Write the best published path of a task (or the one named) as a folder: "
             "model.safetensors, config.json (architecture, classes, preprocessing, provenance) "
-            "and a README card. Load it with munet.load_exported(DIR) or munet predict DIR."
+            "and a README card. Load it with munet.load_exported(DIR) or munet predict DIR. "
+            "--format hf writes a transformers ViTForImageClassification folder, --format onnx "
+            "an ONNX model (singlepath paths only)."
         ),
     )
     _add_state_dir(export)
@@ -31,6 +41,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     export.add_argument("--path", type=int, default=None, help="path id (default: the best)")
     export.add_argument("--out", required=True, help="folder to create (must be new or empty)")
     export.add_argument("--data-dir", default=None, help="TFDS data_dir / Hugging Face cache")
+    export.add_argument(
+        "--format",
+        default="munet",
+        choices=EXPORT_FORMATS,
+        help="munet (default: munet.load_exported / munet predict), hf (transformers "
+        "ViTForImageClassification.from_pretrained) or onnx (onnxruntime); see docs/export.md",
+    )
     export.add_argument(
         "--search",
         default=None,
@@ -59,6 +76,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     test.add_argument("--rtol", type=float, default=0.001, help="relative tolerance")
     test.add_argument("--device", default="cpu", help="torch device (default: cpu)")
     test.add_argument("--data-dir", default=None, help="TFDS data_dir / Hugging Face cache")
+    test.add_argument(
+        "--format",
+        default="table",
+        choices=TEST_FORMATS,
+        help="table (default: the summary, then per-class accuracy and the confusion matrix of "
+        "each path) or json",
+    )
     test.set_defaults(func=_test)
 
 
@@ -66,6 +90,12 @@ def _add_state_dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-d", "--state-dir", default="state", help="system state dir (default: state)"
     )
+
+
+def class_table(classes) -> str:
+    from munet.models.class_metrics import class_table as table
+
+    return table(classes)
 
 
 def _fail(command: str, message: object) -> int:
@@ -93,10 +123,13 @@ def _export(args: argparse.Namespace) -> int:
 
     try:
         store = _open_store(args.state_dir)
-        folder, published = export_published(
-            store, args.task, args.out, args.agent, args.path, args.data_dir
+        folder, published = _in_format(
+            args,
+            lambda out: export_published(
+                store, args.task, out, args.agent, args.path, args.data_dir
+            ),
         )
-    except (ValueError, SystemStateError) as error:
+    except (ValueError, SystemStateError, ImportError) as error:
         return _fail("export", error)
     metrics = published.path.metrics
     test_quality = metrics.get("test_quality")
@@ -105,12 +138,29 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _in_format(args: argparse.Namespace, write_munet: Callable[[str], tuple]) -> tuple:
+    """Runs `write_munet(folder) -> (folder, what)`; for --format hf/onnx into a scratch
+    folder, converted into --out (checked first, so a busy --out costs no export)."""
+    if args.format == "munet":
+        return write_munet(args.out)
+    from munet.models.export_hf import new_folder, save_hf
+    from munet.models.export_onnx import save_onnx
+
+    new_folder(args.out)
+    convert = save_hf if args.format == "hf" else save_onnx
+    with tempfile.TemporaryDirectory(prefix="munet-export-") as scratch:
+        munet_folder, what = write_munet(os.path.join(scratch, "munet"))
+        return convert(munet_folder, args.out), what
+
+
 def _export_search(args: argparse.Namespace) -> int:
     from munet.search.export import export_search_model
 
     try:
-        folder, model = export_search_model(args.search, args.out, args.trial)
-    except ValueError as error:  # ExportError is a ValueError
+        folder, model = _in_format(
+            args, lambda out: export_search_model(args.search, out, args.trial)
+        )
+    except (ValueError, ImportError) as error:  # ExportError is a ValueError
         return _fail("export", error)
     print(
         f"exported trial {model.trial} of {args.search} ({model.candidate}, validation "
@@ -145,12 +195,46 @@ def _test(args: argparse.Namespace) -> int:
             tasks = sorted({b.task_name for b in task_bindings(store)})
             hint = f"{did_you_mean(args.task, tasks)}; tasks there: {', '.join(tasks) or 'none'}"
         return _fail("test", f"no published paths{which} in {args.state_dir}{hint}")
-    print(format_test_table(results))
+    if args.format == "json":
+        print(json.dumps([test_result_dict(r) for r in results], indent=1))
+    else:
+        print(format_test_table(results))
+        for result in results:
+            if result.classes is not None:
+                print()
+                print(_class_heading(result))
+                print(class_table(result.classes))
     if any(r.status == "MISMATCH" for r in results):
         return 1
     if any(r.status.startswith("error") for r in results):
         return 2
     return 0
+
+
+def _class_heading(result) -> str:
+    classes = result.classes
+    top5 = classes.top5_accuracy
+    extra = "" if top5 is None else f", top-5 accuracy {top5:.4f}"
+    return (
+        f"{result.agent_id}:{result.path_id} ({result.task_name}): {classes.num_examples} test "
+        f"examples, accuracy {classes.accuracy:.4f}{extra}"
+    )
+
+
+def test_result_dict(result) -> dict:
+    """One `munet test --format json` entry: the summary row plus per-class metrics."""
+    return {
+        "path": f"{result.agent_id}:{result.path_id}",
+        "agent_id": result.agent_id,
+        "path_id": result.path_id,
+        "task": result.task_name,
+        "examples": result.num_examples,
+        "recorded": result.recorded,
+        "measured": result.measured,
+        "delta": result.delta,
+        "status": result.status,
+        "classes": None if result.classes is None else result.classes.to_dict(),
+    }
 
 
 def format_test_table(results) -> str:

@@ -82,6 +82,7 @@ def save_exported(
     class_names: Sequence[str] | None,
     provenance: Mapping[str, Any],
     metrics: Mapping[str, Any],
+    class_metrics: Mapping[str, Any] | None = None,
 ) -> FsPath:
     """Writes an export folder (see the module docstring), atomically.
 
@@ -97,6 +98,8 @@ def save_exported(
         class_names: one name per class, or None.
         provenance: where the model comes from (agent, path id, task, source, state, ...).
         metrics: the path's metrics to report (test quality, quality, score, ...).
+        class_metrics: per-class test accuracy, confusion matrix and top-5
+            (`munet.models.class_metrics.ClassMetrics.to_dict()`), or None.
 
     Returns:
         The folder.
@@ -125,6 +128,7 @@ def save_exported(
         "preprocessing": preprocessing.to_dict(),
         "provenance": dict(provenance),
         "metrics": dict(metrics),
+        "class_metrics": dict(class_metrics) if class_metrics is not None else None,
         "num_params": sum(t.numel() for t in flat.values()),
         "tensors": {
             name: {
@@ -224,11 +228,28 @@ def model_card(config: Mapping[str, Any]) -> str:
         if value is not None:
             shown = f"{value:.4f}" if isinstance(value, float) and abs(value) < 10 else value
             lines.append(f"| {key} | {shown} |")
+    per_class = config.get("class_metrics")
+    if per_class and per_class.get("top5_accuracy") is not None:
+        lines.append(f"| test top-5 accuracy | {per_class['top5_accuracy']:.4f} |")
     lines += [
         "",
         "test_quality is the accuracy on the task's test split, quality the validation accuracy",
         "the agent selected the path by, score the quality discounted by parameters and FLOPs.",
         "",
+    ]
+    if per_class:
+        from munet.models.class_metrics import ClassMetrics, class_markdown
+
+        lines += [
+            "## Per-class test accuracy",
+            "",
+            f"On the task's test split ({per_class.get('num_examples')} examples), measured "
+            "with this folder's tensors at export.",
+            "",
+            class_markdown(ClassMetrics.from_dict(per_class)),
+            "",
+        ]
+    lines += [
         "## Use",
         "",
         "```",
