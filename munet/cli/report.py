@@ -42,6 +42,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--png", action="store_true", help="also write the figures as PNG files next to it"
     )
     report.add_argument(
+        "--class-metrics",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="evaluate each task agent's best path on its test split for the per-class "
+        "section (confusion-matrix heat maps; default: on; --no-class-metrics reads no data)",
+    )
+    report.add_argument("--data-dir", default=None, help="TFDS data_dir / Hugging Face cache")
+    report.add_argument(
         "--baseline",
         action="append",
         default=[],
@@ -53,11 +61,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _describe(view, out: str, png: bool) -> str:
+    """The line after each write; its counts are the page header's."""
     extra = f" (+ {os.path.splitext(out)[0]}-*.png)" if png else ""
+    tasks, agents = len(view.task_names), len(view.tasks)
+    published = sum(len(a.published) for a in view.tasks)
     return (
-        f"report of {len(view.tasks)} tasks, {len(view.paths)} published paths: "
-        f"{os.path.abspath(out)}{extra}"
+        f"report of {tasks} task{'s' if tasks != 1 else ''} ({agents} task "
+        f"agent{'s' if agents != 1 else ''}), {published} published "
+        f"path{'s' if published != 1 else ''}: {os.path.abspath(out)}{extra}"
     )
+
+
+def _class_metrics(args: argparse.Namespace):
+    """The per-class evaluation for the report (cached across --watch rewrites), or None."""
+    if not args.class_metrics:
+        return None
+    from munet.agents.published import best_paths_class_metrics
+    from munet.system import SystemStore
+
+    cache: dict = {}
+    return lambda: best_paths_class_metrics(SystemStore(args.state_dir), args.data_dir, cache)
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -83,12 +106,19 @@ def _report(args: argparse.Namespace) -> int:
             args.watch,
             png=args.png,
             baselines=baselines,
+            class_metrics=_class_metrics(args),
             on_write=lambda view: print(
                 f"{time.strftime('%H:%M:%S')} {_describe(view, args.out, args.png)}", flush=True
             ),
         )
         return 0
-    view = write_report(args.state_dir, args.out, png=args.png, baselines=baselines)
+    view = write_report(
+        args.state_dir,
+        args.out,
+        png=args.png,
+        baselines=baselines,
+        class_metrics=_class_metrics(args),
+    )
     for problem in view.warnings:
         print(f"warning: {problem}", file=sys.stderr)
     print(_describe(view, args.out, args.png))

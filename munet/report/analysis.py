@@ -257,10 +257,43 @@ def mutation_effects(view: SystemView, agents: Iterable[AgentView]) -> list[Muta
 
 
 # Quality axis ---------------------------------------------------------------------------------
-def quality_range(values: Iterable[float | None]) -> tuple[float, float]:
-    """The y range of a quality or score plot: [0, 1], widened to hold every value (the page
-    and the PNG figures use the same)."""
+def quality_range(
+    values: Iterable[float | None], references: Iterable[float | None] = ()
+) -> tuple[float, float]:
+    """The y range of a quality or score plot, fitted to the data (the page and the PNG
+    figures use the same), so curves at 0.98-1.00 are not a flat line at the top of 0-1.
+
+    The values' span, padded by a tenth (at least 0.01 all told) and widened to round ticks,
+    kept inside [0, 1] when the values are. Reference levels (chance, baselines) widen it only
+    when they lie near the data (within the data's span, at least 0.1); farther ones are left
+    off the axis, and their lines say so (`research.reference_lines`).
+
+    Args:
+        values: the plotted values (None and non-finite ones ignored).
+        references: the levels drawn across the plot.
+
+    Returns:
+        (low, high); (0, 1) when there is nothing to fit.
+    """
+    from munet.report.svg import nice_ticks
+
     known = [v for v in values if v is not None and math.isfinite(v)]
-    low = min([0.0, *known])
-    high = max([1.0, *known])
-    return low, high
+    levels = [v for v in references if v is not None and math.isfinite(v)]
+    if not known:
+        known, levels = levels, []
+    if not known:
+        return 0.0, 1.0
+    low, high = min(known), max(known)
+    reach = max(high - low, 0.1)
+    near = [v for v in levels if low - reach <= v <= high + reach]
+    low, high = min([low, *near]), max([high, *near])
+    pad = max((high - low) * 0.1, (0.01 - (high - low)) / 2, 0.0)
+    inside = 0.0 <= low and high <= 1.0
+    low, high = low - pad, high + pad
+    ticks = nice_ticks(low, high, count=4)
+    step = ticks[1] - ticks[0] if len(ticks) > 1 else 0.01
+    low = math.floor(low / step + 1e-9) * step
+    high = math.ceil(high / step - 1e-9) * step
+    if inside:
+        low, high = max(low, 0.0), min(high, 1.0)
+    return round(low, 10), round(high, 10)

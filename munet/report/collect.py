@@ -121,6 +121,15 @@ class SystemView:
     warnings: list[str]
     # Per task, baselines from result files (`munet report --baseline`; munet.report.baseline).
     baselines: dict[str, list[Any]] = field(default_factory=dict)
+    # Per agent id, (its best path's full id, that path's per-class test metrics: a
+    # `munet.models.class_metrics.ClassMetrics`), when the report was asked to evaluate them
+    # (`munet report` does; the report itself reads no tensors).
+    class_metrics: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def task_names(self) -> list[str]:
+        """The distinct tasks of the task agents (several agents may grow one task)."""
+        return sorted({a.task_name for a in self.agents.values() if not a.is_root})
 
     @property
     def tasks(self) -> list[AgentView]:

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from html import escape
 
+from munet.report import classes as class_sections
 from munet.report import sections
 from munet.report.collect import SystemView, collect_system, store_signature
 from munet.report.svg import fmt_number
@@ -92,9 +93,14 @@ text-overflow:ellipsis}
 table.matrix td.cell{color:#fff;text-align:center;font-size:12px;line-height:1.15;
 border:1px solid #fff;min-width:44px}
 table.matrix td.cell small{display:block;font-size:9.5px;opacity:.85}
-table.matrix th.rot{height:110px;vertical-align:bottom;padding:0 2px}
-table.matrix th.rot div{writing-mode:vertical-rl;transform:rotate(180deg);max-height:108px;
-overflow:hidden;text-overflow:ellipsis;font-weight:500}
+table.matrix th.rot{vertical-align:bottom;padding:4px 2px}
+table.matrix th.rot div{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap;
+font-weight:500;margin:0 auto}
+rect.hit,.sw.hit{fill:var(--owned);background:var(--owned)}
+rect.miss,.sw.miss{fill:var(--test);background:var(--test)}
+.heat-frame{fill:none;stroke:#aab3bd}.heat-count{font-size:10px}
+.heat-count.light{fill:#fff}.heat-count.dark{fill:var(--fg)}
+table.per-class{align-self:flex-start;margin-left:8px}
 .problems{border-color:#f0b429;background:#fffbea}
 .chance-line{fill:none;stroke:#6b7785;stroke-width:1;stroke-dasharray:1.5 2.5}
 .baseline-line{fill:none;stroke:#2a9d8f;stroke-width:1.3;stroke-dasharray:6 3}
@@ -107,6 +113,10 @@ polyline.curve-1{stroke:#8fb0ee}circle.curve-1{fill:#8fb0ee}
 .sw.curve{height:2px;vertical-align:3px;background:var(--owned)}
 table.tasks tr.task-start td{border-top:2px solid var(--line)}
 table.tasks td{vertical-align:top}
+table.tasks th.method{white-space:normal;max-width:96px}
+table.tasks td.data,table.tasks th.data{white-space:normal;min-width:140px;max-width:300px;
+overflow-wrap:anywhere}
+small.delta{font-size:10.5px}small.delta.gain{color:#1f7a4d}small.delta.loss{color:#b42318}
 .hp-list{display:flex;flex-wrap:wrap;gap:4px 24px;font-size:12.5px}
 details.hparams{display:inline-block}details.hparams summary{cursor:pointer;color:var(--owned)}
 table.kv th{font-weight:500;color:var(--muted)}
@@ -160,7 +170,8 @@ def _header(view: SystemView, labels: dict[str, str], refresh_seconds: float | N
     sampled = sum(len(a.history) for a in tasks)
     admitted = sum(c.admitted for a in tasks for c in a.history)
     stats = [
-        (len(tasks), "task agents"),
+        (len(view.task_names), "tasks" if len(view.task_names) != 1 else "task"),
+        (len(tasks), "task agents" if len(tasks) != 1 else "task agent"),
         (sum(len(a.published) for a in tasks), "published paths"),
         (len(components), "components"),
         (fmt_number(sum(components.values())), "parameters"),
@@ -193,23 +204,25 @@ def render_report(view: SystemView, refresh_seconds: float | None = None) -> str
         agent = full_id.rpartition(":")[0]
         names.setdefault(agent, view.paths[full_id].task_name)
     labels = sections.short_names(names, names)
-    body = [
-        sections.tasks(view, labels),
-        sections.leaderboard(view, labels),
-        sections.learning(view, labels),
-        sections.history(view, labels),
-        sections.system_graph(view, labels),
-        sections.params_per_task(view, labels),
-        sections.multipath(view, labels),
-        sections.mutations(view, labels),
-    ]
+    rendered = {
+        "tasks": sections.tasks(view, labels),
+        "leaderboard": sections.leaderboard(view, labels),
+        "classes": class_sections.per_class(view, labels),
+        "learning": sections.learning(view, labels),
+        "history": sections.history(view, labels),
+        "system": sections.system_graph(view, labels),
+        "params": sections.params_per_task(view, labels),
+        "multipath": sections.multipath(view, labels),
+        "mutations": sections.mutations(view, labels),
+    }
+    # A section with nothing to show at all (no multipath paths, no class metrics) is left
+    # out, with its link.
+    shown = [sid for sid in sections.SECTION_IDS if rendered[sid]]
+    body = [rendered[sid] for sid in shown]
     if view.warnings:
         items = "".join(f"<li>{escape(w)}</li>" for w in view.warnings)
         body.append(f'<section class="problems"><h2>Problems met</h2><ul>{items}</ul></section>')
-    nav = "".join(
-        f'<a href="#{sid}">{escape(sections.SECTION_TITLES[sid])}</a>'
-        for sid in sections.SECTION_IDS
-    )
+    nav = "".join(f'<a href="#{sid}">{escape(sections.SECTION_TITLES[sid])}</a>' for sid in shown)
     script = SCRIPT_SORT
     if refresh_seconds:
         script += SCRIPT_RELOAD % int(refresh_seconds * 1000)
@@ -247,6 +260,7 @@ def write_report(
     png: bool = False,
     cache: dict | None = None,
     baselines: dict | None = None,
+    class_metrics: Callable[[], tuple[dict, list[str]]] | None = None,
 ) -> SystemView:
     """Reads the system and writes its report (and, with ``png``, the figures as PNG files).
 
@@ -258,6 +272,9 @@ def write_report(
         cache: see :func:`~munet.report.collect.collect_system` (kept by :func:`watch_report`).
         baselines: per task, baselines to compare with (:func:`munet.report.baseline.
             load_baselines`).
+        class_metrics: returns ({agent id: (path full id, ClassMetrics)}, problems), for the
+            per-class section (`munet.agents.published.best_paths_class_metrics`); None
+            leaves the section out.
 
     Returns:
         The collected system.
@@ -267,6 +284,9 @@ def write_report(
     """
     view = collect_system(state_dir, cache)
     view.baselines = dict(baselines or {})
+    if class_metrics is not None:
+        view.class_metrics, problems = class_metrics()
+        view.warnings.extend(problems)
     _write_atomic(out, render_report(view, refresh_seconds))
     if png:
         from munet.report.png import write_pngs
@@ -284,6 +304,7 @@ def watch_report(
     on_write: Callable[[SystemView], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     baselines: dict | None = None,
+    class_metrics: Callable[[], tuple[dict, list[str]]] | None = None,
 ) -> int:
     """Writes the report, then rewrites it whenever an agent commits a state.
 
@@ -295,7 +316,7 @@ def watch_report(
         rounds: stop after this many checks (None: until interrupted).
         on_write: called after every write with the collected system.
         sleep: how to wait (tests pass a fake).
-        baselines: see :func:`write_report`.
+        baselines, class_metrics: see :func:`write_report`.
 
     Returns:
         The number of times the report was written.
@@ -311,7 +332,7 @@ def watch_report(
         if signature != last:
             view = write_report(
                 state_dir, out, refresh_seconds=interval, png=png, cache=cache,
-                baselines=baselines,
+                baselines=baselines, class_metrics=class_metrics,
             )  # fmt: skip
             written += 1
             last = signature

@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from munet.report.analysis import chance_level, learning_curve, mutation_effects, quality_range
+from munet.report.analysis import chance_level, learning_curve, mutation_effects
 from munet.report.collect import SUBPATH, SystemView
-from munet.report.research import reference_values
+from munet.report.research import quality_axis
 from munet.report.sections import _unique_params, history_y_range, short_names
 from munet.report.system_graph import slot_label
 
@@ -146,7 +146,7 @@ def _curves_figure(view: SystemView, labels: dict[str, str]):
     for row, (agent, curve) in enumerate(curves):
         ax = axes[row][0]
         qualities = [q for s in curve.segments for q in s.qualities]
-        ax.set_ylim(*quality_range([*qualities, *reference_values(view, agent)]))
+        ax.set_ylim(*quality_axis(view, agent, qualities))
         ax.set_xlim(0, curve.total_steps or 1)
         _reference_lines(ax, view, agent)
         for index, segment in enumerate(curve.segments):

@@ -69,16 +69,18 @@ def tasks_overview(view: SystemView, labels: dict[str, str]) -> str:
     if not groups:
         return '<p class="empty">No task agent yet.</p>'
     methods = sorted({b.method for task in view.baselines.values() for b in task})
+    # One column per baseline (its test quality, the difference below it) and a wrapping data
+    # column keep the table inside a 1,400 px window with several baselines.
     head = (
-        "<th>task</th><th>agent</th><th>best path</th>"
+        "<th>task</th><th>best path of each agent</th>"
         '<th data-kind="num">test quality</th><th data-kind="num">validation</th>'
         '<th data-kind="num">chance</th>'
         + "".join(
-            f'<th data-kind="num">{escape(m)}</th>'
-            f'<th data-kind="num" title="test quality − {escape(m)}">Δ</th>'
+            f'<th data-kind="num" class="method" title="{escape(m)}: its test quality, and '
+            f'below it test quality − {escape(m)}">{escape(m).replace("_", "_<wbr>")}</th>'
             for m in methods
         )
-        + "<th>data</th>"
+        + '<th class="data">data</th>'
     )
     rows, details = [], []
     for task, agents in groups.items():
@@ -97,10 +99,13 @@ def tasks_overview(view: SystemView, labels: dict[str, str]) -> str:
                     if baseline
                     else ""
                 )
-                cells.append(_num_cell(mean).replace("<td ", f"<td{tip} ", 1))
-                cells.append(
-                    _num_cell(None if mean is None or test is None else test - mean, signed=True)
-                )
+                delta = None if mean is None or test is None else test - mean
+                shown = "-" if mean is None else f"{mean:.4f}"
+                if delta is not None:
+                    sign = "gain" if delta >= 0 else "loss"
+                    shown += f'<br><small class="delta {sign}">Δ {delta:+.4f}</small>'
+                sort_value = "" if mean is None else repr(mean)
+                cells.append(f'<td class="num"{tip} data-v="{sort_value}">{shown}</td>')
             task_cell = (
                 f'<td rowspan="{len(agents)}" data-v="{escape(task)}"><b>{escape(task)}</b></td>'
                 if index == 0
@@ -115,9 +120,9 @@ def tasks_overview(view: SystemView, labels: dict[str, str]) -> str:
             start = ' class="task-start"' if index == 0 and rows else ""
             rows.append(
                 f"<tr{start}>{task_cell}"
-                f"<td>{escape(agent.agent_id)}{kind}</td><td>{path_cell}</td>"
+                f'<td title="{escape(agent.agent_id)}">{path_cell}{kind}</td>'
                 f"{_num_cell(test)}{_num_cell(quality)}{_num_cell(chance)}{''.join(cells)}"
-                f"<td>{escape(data_source(agent))}</td></tr>"
+                f'<td class="data">{escape(data_source(agent))}</td></tr>'
             )
             hparams = _hparams_html(agent)
             if hparams:
@@ -139,10 +144,18 @@ def tasks_overview(view: SystemView, labels: dict[str, str]) -> str:
 def reference_lines(plot: Plot, view: SystemView, agent: AgentView, x_end: float) -> None:
     """Chance (dotted grey) and each baseline's mean test quality (dashed) across a plot."""
     x_start = plot.x_range[0]
+    low, high = plot.y_range
+    off_axis = []
     chance = chance_level(agent)
-    if chance is not None:
+    if chance is not None and low <= chance <= high:
         plot.line([x_start, x_end], [chance, chance], "chance-line", title=f"chance {chance:.4f}")
+    elif chance is not None:
+        off_axis.append(f"chance {fmt_number(chance)} ({'below' if chance < low else 'above'})")
     for index, baseline in enumerate(view.baselines.get(agent.task_name, [])):
+        if not low <= baseline.mean <= high:
+            where = "below" if baseline.mean < low else "above"
+            off_axis.append(f"{baseline.method} {fmt_number(baseline.mean)} ({where})")
+            continue
         plot.line(
             [x_start, x_end],
             [baseline.mean, baseline.mean],
@@ -150,6 +163,9 @@ def reference_lines(plot: Plot, view: SystemView, agent: AgentView, x_end: float
             title=f"{baseline.method}: test quality {baseline.mean:.4f} "
             f"(mean of {baseline.count} file(s))",
         )
+    if off_axis:
+        # The axis is fitted to the data; a level far from it is named instead of drawn.
+        plot.note(", ".join(off_axis))
 
 
 def reference_values(view: SystemView, agent: AgentView) -> list[float]:
@@ -159,13 +175,20 @@ def reference_values(view: SystemView, agent: AgentView) -> list[float]:
     return levels + ([chance] if chance is not None else [])
 
 
+def quality_axis(view: SystemView, agent: AgentView, values) -> tuple[float, float]:
+    """The y range of one of the agent's quality plots (page and PNG): fitted to the values
+    and the baselines asked for; chance only when it lies near them (else named, not drawn)."""
+    baselines = [b.mean for b in view.baselines.get(agent.task_name, [])]
+    return quality_range([*values, *baselines], [chance_level(agent)])
+
+
 def _curve_plots(view: SystemView, agent: AgentView, curve: LearningCurve) -> str:
     total = curve.total_steps or 1.0
     x_label = "train steps" if curve.steps_recorded else "train steps (from the config)"
     qualities = [q for s in curve.segments for q in s.qualities]
     quality = Plot(
         (0, total),
-        quality_range([*qualities, *reference_values(view, agent)]),
+        quality_axis(view, agent, qualities),
         title="validation quality (lineage)",
         x_label=x_label,
     )

@@ -21,13 +21,16 @@ from munet.report.collect import (
 )
 from munet.report.svg import Plot, fmt_number, hbar_chart
 from munet.report.system_graph import graph_body
+from munet.system.naming import agent_class_name
 
 SECTION_IDS = (
-    "tasks", "leaderboard", "learning", "history", "system", "params", "multipath", "mutations"
+    "tasks", "leaderboard", "classes", "learning", "history", "system", "params", "multipath",
+    "mutations",
 )  # fmt: skip
 SECTION_TITLES = {
     "tasks": "Tasks against chance and baselines",
     "leaderboard": "Leaderboard",
+    "classes": "Per-class test accuracy",
     "learning": "Learning curves of the best paths",
     "history": "Quality and score over cycles",
     "system": "System graph",
@@ -38,11 +41,28 @@ SECTION_TITLES = {
 
 
 def short_names(agent_ids: Iterable[str], tasks: dict[str, str]) -> dict[str, str]:
-    """A readable label per agent: its task name when no other agent has that task, else the
-    agent id."""
+    """A readable label per agent, one scheme for the whole page: the task name when every
+    task has one agent, else `task (AgentClass)` for every agent (`digits (VitCpu)`,
+    `digits (MultiVitCpu)`, `synth/shape (VitCpu)`). Columns that hold ids show ids."""
     agent_ids = list(agent_ids)
     counts = Counter(tasks.get(a, a) for a in agent_ids)
-    return {a: tasks.get(a, a) if counts[tasks.get(a, a)] == 1 else a for a in agent_ids}
+    if all(n == 1 for n in counts.values()):
+        return {a: tasks.get(a, a) for a in agent_ids}
+    return {a: f"{tasks.get(a, a)} ({agent_class_name(a)})" for a in agent_ids}
+
+
+def best_of_tasks(view: SystemView) -> set[str]:
+    """The full id of each task's best published path over all its agents: the highest score
+    (ties: the first agent by id), as `munet export --task` picks it."""
+    best: dict[str, PathView] = {}
+    for agent in sorted(view.tasks, key=lambda a: a.agent_id):
+        path = agent.best
+        if path is None or path.score is None:
+            continue
+        current = best.get(agent.task_name)
+        if current is None or path.score > current.score:
+            best[agent.task_name] = path
+    return {p.full_id for p in best.values()}
 
 
 def _section(section_id: str, body: str, note: str = "") -> str:
@@ -75,12 +95,12 @@ def leaderboard(view: SystemView, labels: dict[str, str]) -> str:
     )
     rows = []
     agents = sorted(view.agents.values(), key=lambda a: (a.is_root, a.agent_id))
+    task_best = best_of_tasks(view)
     for agent in agents:
-        best = agent.best
         ordered = sorted(agent.published, key=lambda p: -(p.score or -1.0))
         for path in ordered:
             m = path.metrics
-            cls = ' class="best"' if path is best and not agent.is_root else ""
+            cls = ' class="best"' if path.full_id in task_best else ""
             anchor = escape(agent.task_name)  # The agent column tells same-task agents apart.
             if not agent.is_root:  # Root models have no history card to link to.
                 anchor = f'<a href="#task-{_slug(agent.agent_id)}">{anchor}</a>'
@@ -106,12 +126,13 @@ def leaderboard(view: SystemView, labels: dict[str, str]) -> str:
 
 
 def _parent_cell(parent: str | None, labels: dict[str, str]) -> str:
-    """The parent as ``label:id`` (the full id on hover)."""
+    """The parent's full path id (`agent id:path id`, as the tasks table's best paths); its
+    agent's label on hover."""
     if not parent:
         return '<td data-v="">-</td>'
-    agent, _, number = parent.rpartition(":")
-    shown = f"{labels.get(agent, agent)}:{number}"
-    return f'<td data-v="{escape(parent)}" title="{escape(parent)}">{escape(shown)}</td>'
+    agent = parent.rpartition(":")[0]
+    tip = labels.get(agent, agent)
+    return f'<td data-v="{escape(parent)}" title="{escape(tip)}">{escape(parent)}</td>'
 
 
 def _slug(agent_id: str) -> str:
@@ -134,7 +155,7 @@ def history_y_range(view: SystemView, agent: AgentView, metric: str) -> tuple[fl
         v for r in agent.cycles for v in (r.test_quality, getattr(r, metric))
     ]
     if metric == "quality":
-        values += research.reference_values(view, agent)
+        return research.quality_axis(view, agent, values)
     return quality_range(values)
 
 
@@ -307,7 +328,7 @@ def multipath(view: SystemView, labels: dict[str, str]) -> str:
                     f'<td class="num">{fmt_number(params)}</td></tr>'
                 )
     if not rows:
-        return _section("multipath", '<p class="empty">No multipath paths in this system.</p>')
+        return ""  # No section, and no link to it (render_report skips empty sections).
     summary = ", ".join(
         f"{escape(labels.get(a, a))} ({n})" for a, n in sorted(routed.items(), key=lambda x: -x[1])
     )

@@ -130,6 +130,15 @@ class Plot:
             else f'<polyline class="{css}" points="{" ".join(coords)}"/>'
         )
 
+    def note(self, text: str) -> None:
+        """A small line of text in the plot area's top right corner (e.g. a level off the
+        axis)."""
+        top, right, _, _ = self.margin
+        self.layers.append(
+            f'<text class="tick plot-note" x="{self.width - right}" y="{top - 3}" '
+            f'text-anchor="end">{escape(text)}</text>'
+        )
+
     def render(self, x_ticks: Sequence[float] | None = None) -> str:
         """The SVG element."""
         top, right, bottom, left = self.margin
