@@ -395,7 +395,12 @@ def best_paths_class_metrics(
                 names = list(task.class_names) if task.class_names else None
                 cache[key] = test_class_metrics(published, system, task, names)
             except (ValueError, ImportError, NotImplementedError, KeyError) as error:
-                problems.append(f"{path.full_id}: per-class test accuracy not evaluated: {error}")
+                why = (
+                    f"its agent's stored config has no {error}"
+                    if isinstance(error, KeyError)
+                    else str(error)
+                )
+                problems.append(f"{path.full_id}: per-class test accuracy not evaluated: {why}")
                 continue
         out[path.agent_id] = (path.full_id, cache[key])
     return out, problems

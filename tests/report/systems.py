@@ -123,11 +123,13 @@ def add_multipath(store: SystemStore, agent: str, routes: list[str]) -> None:
         store.save_state(pop, 1, 0, {**CONFIG, "singlepath_agent": "VitCpu"}, published=[path])
 
 
-def build_system(root) -> SystemStore:
-    """Root, two singlepath agents (2 and 1 cycles), one multipath agent over both."""
+def build_system(root, multipath: bool = True) -> SystemStore:
+    """Root, two singlepath agents (2 and 1 cycles), and (`multipath`) one multipath agent
+    over both."""
     store = SystemStore(str(root))
     _root(store)
     grow_agent(store, "VitCpu~digits", 2, 0.3, curves=True)
     grow_agent(store, "VitCpu~synth~shape", 1, 0.2)
-    add_multipath(store, "MultiVitCpu~synth~shape", ["VitCpu~synth~shape", "VitCpu~digits"])
+    if multipath:
+        add_multipath(store, "MultiVitCpu~synth~shape", ["VitCpu~synth~shape", "VitCpu~digits"])
     return store

@@ -5,12 +5,17 @@ prints where. Chromium is installed by `make test` with the slow tests (`make br
 test skips, saying so, only when no Chromium can be found.
 """
 
+import json
 import os
 
 import pytest
 
+from munet.agents.published import best_paths_class_metrics
+from munet.report.baseline import load_baselines
 from munet.report.browser import find_chromium, open_page
 from munet.report.html import write_report
+from munet.system import SystemStore
+from tests.report.systems import build_system
 
 pytestmark = pytest.mark.slow
 
@@ -31,6 +36,36 @@ def chromium():
             "google-chrome); `make browser` installs it where apt-get runs as root"
         )
     return found
+
+
+# Six baselines for every task: the widest tasks table the report makes today.
+METHODS = ("independent", "random_search", "finetune", "linear_probe", "adapters", "cnn_scratch")
+
+# What the page shows, measured in the browser (each item of the report's polish list).
+MEASURE = """(function(){
+  var q=(s,e)=>[...(e||document).querySelectorAll(s)];
+  var board=q('#leaderboard-table tbody tr');
+  var bold=board.filter(r=>parseInt(getComputedStyle(r.cells[0]).fontWeight)>=600)
+    .map(r=>r.cells[0].dataset.v);
+  var heads=q('table.matrix th.rot div').map(d=>{var r=d.getBoundingClientRect(),
+    t=d.parentElement.getBoundingClientRect();
+    return {text:d.textContent, cut:d.scrollHeight>d.clientHeight+1||d.scrollWidth>d.clientWidth+1
+      ||r.top<t.top-1||r.bottom>t.bottom+1}});
+  var qualityTicks=q('svg.plot').filter(s=>s.getAttribute('aria-label').startsWith('validation'))
+    .map(s=>Math.max(...q('text.tick:not(.plot-note)',s)
+      .filter(t=>t.getAttribute('text-anchor')==='end')
+      .map(t=>parseFloat(t.textContent))));
+  var stat=q('header .stats span').map(s=>s.textContent);
+  return {bold: bold, heads: heads, qualityTicks: qualityTicks, stats: stat,
+    taskCells: q('#tasks-table td[rowspan]').map(t=>t.textContent),
+    cardTitles: q('#history .card h3').map(h=>h.textContent),
+    multipathLink: !!document.querySelector('nav a[href="#multipath"]'),
+    multipathRows: q('#multipath tbody tr').length,
+    scrolling: q('.scroll').filter(e=>e.scrollWidth>e.clientWidth+1)
+      .map(e=>e.closest('section').id),
+    heatMaps: q('#classes svg.heat').length,
+    width: document.documentElement.scrollWidth};
+})()"""
 
 
 @pytest.mark.parametrize("system", ["grown_state", "synthetic_state"])
@@ -59,6 +94,53 @@ def test_report_renders_without_errors(system, request, chromium, artifacts, tmp
     assert result.value["width"] <= 1440
     with open(shot, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_reads_right_at_1400_px(grown_state, chromium, artifacts, tmp_path):
+    """The report's rough edges, each measured in the browser on a grown system (two tasks,
+    digits grown by a singlepath and a multipath agent), with six baselines and heat maps."""
+    baselines = tmp_path / "baselines.json"
+    tasks = {"digits": 0.3, "synth/shape": 0.27}
+    baselines.write_text(json.dumps({m: tasks for m in METHODS}))
+    out = tmp_path / "report.html"
+    store = SystemStore(str(grown_state))
+    view = write_report(
+        str(grown_state), str(out), baselines=load_baselines([baselines]),
+        class_metrics=lambda: best_paths_class_metrics(store),
+    )  # fmt: skip
+    shot = os.path.join(artifacts, "report-1400px.png")
+    page = open_page(out, screenshot=shot, width=1400, evaluate=MEASURE, chromium=chromium)
+    print(f"screenshot: {shot}")
+    assert page.errors == [] and page.external_requests == []
+    seen = page.value
+    # Only each task's best row is bold (the legend's promise): one per task.
+    assert sorted(seen["bold"]) == ["MultiVitCpu~digits", "VitCpu~synth~shape"]
+    # One label scheme: a task with two agents makes every card `task (AgentClass)`.
+    assert seen["cardTitles"] == ["digits (VitCpu)", "digits (MultiVitCpu)", "synth/shape (VitCpu)"]
+    # The task x owner matrix's rotated headers are whole.
+    assert seen["heads"] and not [h["text"] for h in seen["heads"] if h["cut"]]
+    assert "root_model/random_init (VitCpu)" in [h["text"] for h in seen["heads"]]
+    # Quality axes fit the data (qualities near 0.3 here), not always 0-1.
+    assert seen["qualityTicks"] and max(seen["qualityTicks"]) < 0.6
+    # One count of tasks: the header's, the tasks table's and the CLI line's (view.task_names).
+    assert "2tasks" in seen["stats"] and "3task agents" in seen["stats"]
+    assert seen["taskCells"] == ["digits", "synth/shape"] == view.task_names
+    # A multipath section (and link) because there are multipath paths.
+    assert seen["multipathLink"] and seen["multipathRows"] > 0
+    # Six baselines: no table scrolls sideways, the page fits the window.
+    assert seen["scrolling"] == [] and seen["width"] <= 1400
+    assert seen["heatMaps"] == 3
+
+
+def test_no_multipath_link_without_multipath_paths(tmp_path, chromium):
+    state = tmp_path / "state"
+    build_system(state, multipath=False)
+    out = tmp_path / "report.html"
+    write_report(str(state), str(out))
+    page = open_page(out, width=1400, evaluate=MEASURE, chromium=chromium)
+    assert page.errors == []
+    assert not page.value["multipathLink"] and page.value["multipathRows"] == 0
+    assert page.value["scrolling"] == []
 
 
 def test_a_page_error_is_reported(chromium, tmp_path):

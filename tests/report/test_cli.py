@@ -7,10 +7,21 @@ from munet.cli.report import register  # noqa: F401  (the module is importable o
 def test_report_command_writes_the_page(synthetic_state, tmp_path, capsys):
     out = tmp_path / "r.html"
     assert main(["report", "-d", str(synthetic_state), "--out", str(out)]) == 0
-    printed = capsys.readouterr().out
-    assert f"report of 3 tasks, 4 published paths: {out}" in printed
-    assert out.read_text().count("<section") == 8
+    printed = capsys.readouterr()
+    # The counts are the page header's: 2 tasks, one of them grown by 2 agents.
+    assert f"report of 2 tasks (3 task agents), 3 published paths: {out}" in printed.out
+    page = out.read_text()
+    assert "<b>2</b>tasks</span><span><b>3</b>task agents" in page
+    assert "<b>3</b>published paths" in page
+    # The synthetic agents store no model config: no per-class section, a warning per path.
+    assert printed.err.count("per-class test accuracy not evaluated: its agent's stored") == 3
+    assert 'id="classes"' not in page
     assert list(tmp_path.glob("*.png")) == []
+    assert (
+        main(["report", "-d", str(synthetic_state), "--out", str(out), "--no-class-metrics"]) == 0
+    )
+    assert capsys.readouterr().err == ""
+    assert out.read_text().count("<section") == 8
 
 
 def test_report_command_png(synthetic_state, tmp_path, capsys):
@@ -52,8 +63,8 @@ def test_report_command_baseline(synthetic_state, tmp_path, capsys):
     assert main([*args, "--baseline", str(files[0]), "--baseline", str(files[1])]) == 0
     page = out.read_text()
     tasks = page[page.index('<section id="tasks">') : page.index('<section id="leaderboard">')]
-    assert '<th data-kind="num">independent</th>' in tasks
-    assert 'title="mean of 2 file(s), std 0.0500" class="num" data-v="0.45"' in tasks
+    assert ">independent</th>" in tasks
+    assert 'class="num" title="mean of 2 file(s), std 0.0500" data-v="0.45">0.4500<br>' in tasks
     assert "system" not in tasks.split("<tbody>")[0]  # The benchmark's own system is no baseline.
     assert (
         page.count('class="baseline-line baseline-0"') >= 2
