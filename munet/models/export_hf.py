@@ -93,6 +93,13 @@ def singlepath_vit(module: torch.nn.Module, where: str) -> VisionTransformer:
     return module
 
 
+def described(module: torch.nn.Module, folder: str | os.PathLike[str]) -> str:
+    """What an error names: the exported path (`agent:id`) when the export says, else the
+    folder."""
+    provenance = getattr(module, "munet_config", {}).get("provenance") or {}
+    return f"path {provenance['full_id']}" if provenance.get("full_id") else str(folder)
+
+
 def hf_state_dict(module: VisionTransformer) -> dict[str, torch.Tensor]:
     """munet's ViT tensors under transformers' `save_pretrained` names (float32 copies)."""
     out: dict[str, torch.Tensor] = {}
@@ -214,7 +221,7 @@ def save_hf(munet_folder: str | os.PathLike[str], out_dir: str | os.PathLike[str
     from munet.models.export import load_exported, model_card
 
     module, preprocessing = load_exported(munet_folder)
-    vit = singlepath_vit(module, str(munet_folder))
+    vit = singlepath_vit(module, described(module, munet_folder))
     if not isinstance(preprocessing.image_size, int):
         raise ExportError(f"{munet_folder}: image size {preprocessing.image_size}: expected one")
     out = new_folder(out_dir)

@@ -26,7 +26,7 @@ from pathlib import Path as FsPath
 
 import torch
 
-from munet.models.export_hf import move_into_place, new_folder, singlepath_vit
+from munet.models.export_hf import described, move_into_place, new_folder, singlepath_vit
 from munet.models.export_tree import ExportError
 
 __all__ = ["ONNX_FORMAT", "ONNX_OPSET", "save_onnx"]
@@ -60,7 +60,7 @@ def save_onnx(munet_folder: str | os.PathLike[str], out_dir: str | os.PathLike[s
             "--format onnx needs the 'onnx' package: pip install 'munet[export]'"
         ) from error
     module, preprocessing = load_exported(munet_folder)
-    vit = singlepath_vit(module, str(munet_folder))
+    vit = singlepath_vit(module, described(module, munet_folder))
     size = preprocessing.image_size
     if not isinstance(size, int):
         raise ExportError(f"{munet_folder}: image size {size}: expected one")

@@ -4,6 +4,7 @@ from a grown system, checked in transformers and onnxruntime against munet's log
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -120,3 +121,24 @@ def test_export_format_hf_and_onnx_give_munet_logits(grown, tmp_path, capsys):
     assert main(["export", "-d", str(state), "--task", "flowers", "--format", "hf",
                  "--out", str(paths["hf"])]) == 2  # fmt: skip
     assert "exists and is not empty" in capsys.readouterr().err
+
+
+def test_export_format_hf_refuses_a_multipath_path_naming_it(grown, tmp_path, capsys):
+    state = tmp_path / "state"
+    shutil.copytree(grown[0], state)  # The shared system stays as the other tests expect.
+    # The multipath preset keeps its own architecture and image sizes (as the CLI tests do).
+    multi = [a for item in TINY_OVERRIDES if "num_layers" not in item
+             and "ds_image_size" not in item for a in ("--set", item)]  # fmt: skip
+    assert main(["run", "--agent", "VitCpu", "--task", "synth/color", "--cycles", "1",
+                 "-d", str(state), *SETS, "-q"]) == 0  # fmt: skip
+    assert main(["run", "--agent", "MultiVitCpu", "--task", "flowers", "--cycles", "1",
+                 "-d", str(state), *multi, "-q"]) == 0  # fmt: skip
+    capsys.readouterr()
+    for fmt in ("hf", "onnx"):
+        out = tmp_path / fmt
+        assert main(["export", "-d", str(state), "--task", "flowers", "--agent", "MultiVitCpu",
+                     "--format", fmt, "--out", str(out)]) == 2  # fmt: skip
+        err = capsys.readouterr().err
+        assert "munet export: error: path MultiVitCpu~flowers:" in err
+        assert "singlepath paths only" in err and "--format munet" in err
+        assert not out.exists()
