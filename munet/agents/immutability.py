@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from munet.agents.class_evaluation import evaluate_classes
 from munet.agents.published import PublishedSystem, build_path_module, task_of
-from munet.models.class_metrics import ClassMetrics, ConfusionCounter
+from munet.models.class_metrics import ClassMetrics
 from munet.system import SystemStore
 
 log = logging.getLogger("munet.agents")
@@ -52,37 +53,6 @@ class TestResult:
         if self.recorded is None or self.measured is None:
             return None
         return self.measured - self.recorded
-
-
-def evaluate_classes(
-    module: torch.nn.Module,
-    task,
-    hparams: Mapping[str, Any],
-    device: torch.device,
-    class_names: list[str] | None = None,
-) -> ClassMetrics:
-    """One exact pass of the task's test split: the confusion matrix (and top-5 hits where
-    there are more than 5 classes). Its `accuracy` is the seed's `run_test_eval` number
-    (batches weighted by their size).
-
-    Raises:
-        ValueError: the task has no test examples.
-    """
-    module = module.to(device)
-    counter: ConfusionCounter | None = None
-    with torch.inference_mode():
-        for batch in task.test_batches(hparams):
-            batch = batch.to(device)
-            logits = module(batch.images)
-            if counter is None:
-                names = (
-                    class_names if class_names and len(class_names) == logits.shape[-1] else None
-                )
-                counter = ConfusionCounter(int(logits.shape[-1]), names)
-            counter.update(logits, batch.labels)
-    if counter is None or counter.result().num_examples == 0:
-        raise ValueError(f"task {task.name!r} has no test examples")
-    return counter.result()
 
 
 def evaluate_on_test(

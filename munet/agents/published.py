@@ -312,6 +312,8 @@ def export_published(
         class_names = list(task.class_names) if task.class_names else None
         size = storage_size(task)
         if class_metrics:
+            from munet.agents.class_evaluation import test_class_metrics
+
             per_class = test_class_metrics(published, system, task, class_names).to_dict()
     except (ValueError, ImportError, NotImplementedError) as error:
         log.warning(
@@ -349,58 +351,3 @@ def export_published(
         class_metrics=per_class,
     )
     return folder, published
-
-
-def test_class_metrics(published: PublishedPath, system: PublishedSystem, task, class_names=None):
-    """Per-class accuracy, confusion matrix and top-5 of a published path on its task's test
-    split (the exported model, built in memory; one pass on the CPU).
-
-    Returns:
-        `munet.models.class_metrics.ClassMetrics`.
-    """
-    from munet.agents.immutability import evaluate_classes
-
-    module = build_path_module(published, system)
-    return evaluate_classes(
-        module, task, published.path.hparams, torch.device("cpu"), class_names=class_names
-    )
-
-
-def best_paths_class_metrics(
-    store: SystemStore, data_dir: str | None = None, cache: dict | None = None
-) -> tuple[dict[str, tuple[str, Any]], list[str]]:
-    """Per-class test metrics of every task agent's best published path (what the report's
-    heat maps show).
-
-    Args:
-        store: the system.
-        data_dir: TFDS data_dir / Hugging Face cache.
-        cache: {(path full id, state): ClassMetrics}, kept between calls (`munet report
-            --watch` evaluates a path once).
-
-    Returns:
-        ({agent id: (path full id, ClassMetrics)}, problems: one line per agent whose data
-        could not be read here).
-    """
-    system = PublishedSystem.load(store)
-    cache = {} if cache is None else cache
-    out: dict[str, tuple[str, Any]] = {}
-    problems: list[str] = []
-    for published in system.select():
-        path = published.path
-        key = (path.full_id, published.state)
-        if key not in cache:
-            try:
-                task = task_of(published, data_dir)
-                names = list(task.class_names) if task.class_names else None
-                cache[key] = test_class_metrics(published, system, task, names)
-            except (ValueError, ImportError, NotImplementedError, KeyError) as error:
-                why = (
-                    f"its agent's stored config has no {error}"
-                    if isinstance(error, KeyError)
-                    else str(error)
-                )
-                problems.append(f"{path.full_id}: per-class test accuracy not evaluated: {why}")
-                continue
-        out[path.agent_id] = (path.full_id, cache[key])
-    return out, problems

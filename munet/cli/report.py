@@ -76,7 +76,7 @@ def _class_metrics(args: argparse.Namespace):
     """The per-class evaluation for the report (cached across --watch rewrites), or None."""
     if not args.class_metrics:
         return None
-    from munet.agents.published import best_paths_class_metrics
+    from munet.agents.class_evaluation import best_paths_class_metrics
     from munet.system import SystemStore
 
     cache: dict = {}

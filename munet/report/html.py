@@ -273,7 +273,7 @@ def write_report(
         baselines: per task, baselines to compare with (:func:`munet.report.baseline.
             load_baselines`).
         class_metrics: returns ({agent id: (path full id, ClassMetrics)}, problems), for the
-            per-class section (`munet.agents.published.best_paths_class_metrics`); None
+            per-class section (`munet.agents.class_evaluation.best_paths_class_metrics`); None
             leaves the section out.
 
     Returns:

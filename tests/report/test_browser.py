@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from munet.agents.published import best_paths_class_metrics
+from munet.agents.class_evaluation import best_paths_class_metrics
 from munet.report.baseline import load_baselines
 from munet.report.browser import find_chromium, open_page
 from munet.report.html import write_report

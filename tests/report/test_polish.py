@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from munet.agents.published import best_paths_class_metrics
+from munet.agents.class_evaluation import best_paths_class_metrics
 from munet.models.class_metrics import ClassMetrics
 from munet.report.analysis import quality_range
 from munet.report.classes import heat_map
