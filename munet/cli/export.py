@@ -19,6 +19,12 @@ import tempfile
 from collections.abc import Callable
 
 EXPORT_FORMATS = ("munet", "hf", "onnx")
+# What the line after an export says the folder is, per --format.
+FORMAT_NOTES = {
+    "munet": "",
+    "hf": " (transformers ViTForImageClassification folder)",
+    "onnx": " (ONNX model)",
+}
 TEST_FORMATS = ("table", "json")
 
 
@@ -92,12 +98,6 @@ def _add_state_dir(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def class_table(classes) -> str:
-    from munet.models.class_metrics import class_table as table
-
-    return table(classes)
-
-
 def _fail(command: str, message: object) -> int:
     print(f"munet {command}: error: {message}", file=sys.stderr)
     return 2
@@ -134,7 +134,10 @@ def _export(args: argparse.Namespace) -> int:
     metrics = published.path.metrics
     test_quality = metrics.get("test_quality")
     shown = "-" if test_quality is None else f"{float(test_quality):.4f}"
-    print(f"exported {published.path.full_id} (test quality {shown}) to {folder}")
+    print(
+        f"exported {published.path.full_id} (test quality {shown}) to {folder}"
+        f"{FORMAT_NOTES[args.format]}"
+    )
     return 0
 
 
@@ -164,7 +167,7 @@ def _export_search(args: argparse.Namespace) -> int:
         return _fail("export", error)
     print(
         f"exported trial {model.trial} of {args.search} ({model.candidate}, validation "
-        f"accuracy {model.accuracy:.4f}) to {folder}"
+        f"accuracy {model.accuracy:.4f}) to {folder}{FORMAT_NOTES[args.format]}"
     )
     return 0
 
@@ -198,6 +201,8 @@ def _test(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps([test_result_dict(r) for r in results], indent=1))
     else:
+        from munet.models.class_metrics import class_table
+
         print(format_test_table(results))
         for result in results:
             if result.classes is not None:

@@ -142,3 +142,32 @@ def test_export_format_hf_refuses_a_multipath_path_naming_it(grown, tmp_path, ca
         assert "munet export: error: path MultiVitCpu~flowers:" in err
         assert "singlepath paths only" in err and "--format munet" in err
         assert not out.exists()
+
+
+def test_a_vit_search_model_exports_to_hf_and_onnx(tmp_path, capsys):
+    transformers = pytest.importorskip("transformers")
+    onnxruntime = pytest.importorskip("onnxruntime")
+    from tests.search.conftest import tiny_vit_settings
+
+    run = tmp_path / "run"
+    argv = ["search", "--strategy", "random", "--objective", "vit:digits", "--out", str(run),
+            "--max-trials", "1"]  # fmt: skip
+    for key, value in tiny_vit_settings(layers=(1,), widths=(8,)).items():
+        argv += ["--set", f"{key}={json.dumps(list(value) if isinstance(value, tuple) else value)}"]
+    assert main(argv) == 0
+    assert main(["export", "--search", str(run), "--out", str(tmp_path / "munet")]) == 0
+    for fmt in ("hf", "onnx"):
+        assert main(["export", "--search", str(run), "--format", fmt,
+                     "--out", str(tmp_path / fmt)]) == 0  # fmt: skip
+    assert "(transformers ViTForImageClassification folder)" in capsys.readouterr().out
+    model, preprocess = load_exported(tmp_path / "munet")
+    size = preprocess.image_size
+    images = torch.rand(3, 3, size, size, generator=torch.Generator().manual_seed(2)) * 2 - 1
+    expected = model(images)
+    hf = transformers.ViTForImageClassification.from_pretrained(str(tmp_path / "hf")).eval()
+    with torch.no_grad():
+        torch.testing.assert_close(hf(pixel_values=images).logits, expected, rtol=1e-5,
+                                   atol=1e-5)  # fmt: skip
+    session = onnxruntime.InferenceSession(str(tmp_path / "onnx" / "model.onnx"))
+    (logits,) = session.run(["logits"], {"pixel_values": images.numpy()})
+    np.testing.assert_allclose(logits, expected.numpy(), rtol=1e-5, atol=1e-5)
