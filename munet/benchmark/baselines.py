@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from munet.agents.cycle import stable_seed
-from munet.benchmark.plan import CNN_LR, ROOT_KIND, Settings, TaskBudget
+from munet.benchmark.plan import CNN_LR, CNN_MIN_IMAGE_SIZE, ROOT_KIND, Settings, TaskBudget
 from munet.config import AgentConfig, apply_overrides, get_preset
 
 
@@ -122,6 +122,8 @@ def _cnn(agent: Any, hparams: dict[str, Any], seed: int, budget: TaskBudget) -> 
 
     torch.manual_seed(stable_seed(seed, agent.task_name, "cnn"))
     task = agent.task
+    # Four 2x2 poolings need at least 16 px: smaller inputs are read at 16.
+    hparams = {**hparams, "ds_image_size": max(CNN_MIN_IMAGE_SIZE, int(hparams["ds_image_size"]))}
     model = small_cnn(task.num_classes)
     optimizer = torch.optim.Adam(model.parameters(), lr=CNN_LR)
     trained = train_with_validation(

@@ -27,6 +27,7 @@ QUICK_STEPS = 256
 DEFAULT_ADAPTER_BOTTLENECK = 8
 # The CNN's optimizer (as benchmarks/own_data_vs_cnn.py: Adam, random flips).
 CNN_LR = 3e-3
+CNN_MIN_IMAGE_SIZE = 16
 
 
 class BenchmarkError(ValueError):
@@ -149,7 +150,9 @@ def make_settings(
     if steps <= 0:
         raise BenchmarkError(f"--steps {steps!r}: expected a positive number of train steps")
     if adapter_bottleneck <= 0:
-        raise BenchmarkError(f"adapter bottleneck {adapter_bottleneck!r}: expected a positive width")
+        raise BenchmarkError(
+            f"adapter bottleneck {adapter_bottleneck!r}: expected a positive width"
+        )
     return Settings(
         methods=tuple(methods),
         tasks=tuple(tasks),

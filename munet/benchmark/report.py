@@ -36,8 +36,8 @@ def markdown(summary: dict[str, Any]) -> str:
     seeds = ", ".join(map(str, settings["seeds"]))
     steps = sorted({b["steps"] for b in summary["budgets"].values()})
     lines = [
-        "# munet benchmark" + (" (quick: CI-sized, not the full budget)" if settings["quick"]
-                               else ""),  # fmt: skip
+        "# munet benchmark"
+        + (" (quick: CI-sized, not the full budget)" if settings["quick"] else ""),  # fmt: skip
         "",
         f"Preset {settings['preset']}, root {settings['root']}; "
         f"{'/'.join(map(str, steps))} train steps per task and method; seeds {seeds}.",
@@ -101,6 +101,7 @@ def write_plot(summary: dict[str, Any], filename: str | Path) -> None:
             ax.errorbar([max(params, 1.0)], [quality["mean"]], yerr=[error],
                         fmt=MARKERS.get(method, "x"), capsize=3, label=method)  # fmt: skip
         ax.set_xscale("log")
+        ax.set_ylim(0, 1.02)
         ax.set_title(panel, fontsize=9)
         ax.grid(True, alpha=0.3)
         ax.tick_params(labelsize=7)

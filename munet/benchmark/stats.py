@@ -82,7 +82,9 @@ def t_interval(values: Sequence[float]) -> Interval:
     if len(values) == 1:
         return Interval(mean, float("nan"), 1)
     sd = statistics.stdev(values)
-    return Interval(mean, t_quantile_975(len(values) - 1) * sd / math.sqrt(len(values)), len(values))
+    return Interval(
+        mean, t_quantile_975(len(values) - 1) * sd / math.sqrt(len(values)), len(values)
+    )
 
 
 def paired_ratio(numerators: Sequence[float], denominators: Sequence[float]) -> Interval:

@@ -112,7 +112,9 @@ def train_with_validation(
             loss = F.cross_entropy(model(images), batch.labels)
             if not math.isfinite(float(loss.detach())):
                 result.diverged = True
-                log.warning("training diverged at step %d (loss %s)", result.steps, float(loss.detach()))
+                log.warning(
+                    "training diverged at step %d (loss %s)", result.steps, float(loss.detach())
+                )
                 break
             loss.backward()
             optimizer.step()

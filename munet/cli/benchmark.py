@@ -48,7 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--tasks", type=_csv, default=None, help="comma-separated (default: the suite)"
     )
-    parser.add_argument("--seeds", type=_seeds, default=None, help="comma-separated (default 0,1,2)")
+    parser.add_argument(
+        "--seeds", type=_seeds, default=None, help="comma-separated (default 0,1,2)"
+    )
     parser.add_argument(
         "--steps",
         type=int,
@@ -93,5 +95,7 @@ def _benchmark(args: argparse.Namespace) -> int:
     except (BenchmarkError, ConfigError) as err:
         print(f"munet: error: {err}", file=sys.stderr)
         return 2
-    run_benchmark(settings, args.out, workers=args.workers, echo=lambda line: print(line, flush=True))
+    run_benchmark(
+        settings, args.out, workers=args.workers, echo=lambda line: print(line, flush=True)
+    )
     return 0
