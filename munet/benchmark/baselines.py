@@ -46,7 +46,7 @@ def run_baseline(
 
     config = base_config(settings, seed)
     apply_thread_policy(config.num_threads)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     agent = IndependentAgent(
         config, task, root_store(out), progress=False, echo=lambda _: None, root_kind=ROOT_KIND
     )
@@ -68,7 +68,9 @@ def run_baseline(
     else:
         raise ValueError(f"unknown baseline method {method!r}")
     return {"method": method, "task": task, "seed": seed, **result,
-            "seconds": time.perf_counter() - start}  # fmt: skip
+            "seconds": time.perf_counter() - start,
+            # Load-independent (one thread): what sizes a run on an idle machine.
+            "cpu_seconds": time.process_time() - cpu_start}  # fmt: skip
 
 
 def _adapters(

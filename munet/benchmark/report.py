@@ -61,6 +61,7 @@ def markdown(summary: dict[str, Any]) -> str:
         "params added per task": lambda m: _params_text(overall[m]["params_added_per_task"]),
         "FLOPs per example": lambda m: _params_text(overall[m]["flops"]),
         "wall time per cell (s)": lambda m: f"{overall[m]['seconds_per_cell']:.0f}",
+        "CPU time, all cells (s)": lambda m: f"{overall[m]['cpu_seconds_total']:.0f}",
     }
     for label, cell in rows.items():
         lines.append(f"| {label} | " + " | ".join(cell(m) for m in methods) + " |")

@@ -34,6 +34,7 @@ def method_summary(settings: Settings, cells: dict, method: str) -> dict[str, An
             "params_added": _mean([r["params_added"] for r in rows]),
             "flops": _mean([r["flops"] for r in rows]),
             "seconds": _mean([r.get("seconds", float("nan")) for r in rows]),
+            "cpu_seconds": _mean([r.get("cpu_seconds", float("nan")) for r in rows]),
             "steps": _mean([r.get("steps", float("nan")) for r in rows]),
         }
         if method == "system":
@@ -49,6 +50,11 @@ def method_summary(settings: Settings, cells: dict, method: str) -> dict[str, An
         "params_added_per_task": _mean([t["params_added"] for t in tasks.values()]),
         "flops": _mean([t["flops"] for t in tasks.values()]),
         "seconds_per_cell": _mean([t["seconds"] for t in tasks.values()]),
+        "cpu_seconds_total": sum(
+            cells[(method, task, seed)].get("cpu_seconds", 0.0)
+            for task in settings.tasks
+            for seed in settings.seeds
+        ),
         "seconds_total": sum(
             cells[(method, task, seed)].get("seconds", 0.0)
             for task in settings.tasks

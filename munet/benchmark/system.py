@@ -74,12 +74,18 @@ def run_system_seed(
         singlepath[task] = SinglepathAgent(sp_config, task, store, **quiet)
         stage = _stage_file(out, seed, task)
         if not stage.is_file():
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             singlepath[task].run(1)
-            write_json_atomic(stage, {"seconds": time.perf_counter() - start})
+            write_json_atomic(
+                stage,
+                {
+                    "seconds": time.perf_counter() - start,
+                    "cpu_seconds": time.process_time() - cpu_start,
+                },
+            )
     written = []
     for task in todo:
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         mp_config = apply_overrides(
             get_preset(MULTIPATH_PRESET),
             [
@@ -90,11 +96,13 @@ def run_system_seed(
         )
         multipath = MultipathAgent(mp_config, task, store, **quiet)
         multipath.run(1)
-        seconds = time.perf_counter() - start
-        stage_seconds = float(_read_seconds(_stage_file(out, seed, task)))
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+        stage = _read_stage(_stage_file(out, seed, task))
         cell = system_cell(singlepath[task], multipath, budgets[task], seed)
-        cell["seconds"] = stage_seconds + seconds
-        cell["seconds_singlepath"], cell["seconds_multipath"] = stage_seconds, seconds
+        # The singlepath stage's time as measured when it ran (NaN if lost in a crash).
+        cell["seconds"] = stage["seconds"] + seconds
+        cell["cpu_seconds"] = stage["cpu_seconds"] + cpu
+        cell["seconds_singlepath"], cell["seconds_multipath"] = stage["seconds"], seconds
         write_json_atomic(cell_file(out, "system", task, seed), cell)
         written.append(cell)
         if on_cell is not None:
@@ -102,13 +110,14 @@ def run_system_seed(
     return written
 
 
-def _read_seconds(file: Path) -> float:
+def _read_stage(file: Path) -> dict[str, float]:
     import json
 
     try:
-        return float(json.loads(file.read_text())["seconds"])
+        data = json.loads(file.read_text())
+        return {key: float(data[key]) for key in ("seconds", "cpu_seconds")}
     except (OSError, ValueError, KeyError, TypeError):
-        return float("nan")
+        return {"seconds": float("nan"), "cpu_seconds": float("nan")}
 
 
 def system_cell(singlepath: Any, multipath: Any, budget: TaskBudget, seed: int) -> dict[str, Any]:

@@ -18,12 +18,21 @@ def _csv(value: str) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
-def _seeds(value: str) -> list[int]:
+def _seeds(value: str | None) -> list[int] | None:
+    """``0,1,2`` as integers (None: the default seeds).
+
+    Raises:
+        BenchmarkError: not comma-separated integers.
+    """
+    from munet.benchmark.plan import BenchmarkError
+
+    if value is None:
+        return None
     try:
         return [int(item) for item in _csv(value)]
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{value!r}: expected comma-separated non-negative integers, e.g. 0,1,2"
+        raise BenchmarkError(
+            f"--seeds {value!r}: expected comma-separated non-negative integers, e.g. 0,1,2"
         ) from None
 
 
@@ -48,9 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--tasks", type=_csv, default=None, help="comma-separated (default: the suite)"
     )
-    parser.add_argument(
-        "--seeds", type=_seeds, default=None, help="comma-separated (default 0,1,2)"
-    )
+    parser.add_argument("--seeds", default=None, help="comma-separated (default 0,1,2)")
     parser.add_argument(
         "--steps",
         type=int,
@@ -84,7 +91,7 @@ def _benchmark(args: argparse.Namespace) -> int:
         settings = make_settings(
             methods=args.methods,
             tasks=args.tasks,
-            seeds=args.seeds,
+            seeds=_seeds(args.seeds),
             steps=args.steps,
             quick=args.quick,
             overrides=args.overrides,
