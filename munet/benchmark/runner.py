@@ -113,8 +113,8 @@ def run_benchmark(
         BenchmarkError: ``out`` holds another configuration's results, or ``workers`` < 1.
     """
     from munet.benchmark.plan import BenchmarkError
-    from munet.benchmark.report import write_report
-    from munet.benchmark.summary import ratio_lines, summarize
+    from munet.benchmark.report import markdown, write_report
+    from munet.benchmark.summary import summarize
 
     if workers < 1:
         raise BenchmarkError(f"--workers {workers!r}: expected at least 1")
@@ -163,7 +163,7 @@ def run_benchmark(
     summary = summarize(settings, cells, {t: budget_dict(b) for t, b in budgets.items()})
     summary["wall_seconds_this_run"] = time.perf_counter() - start
     files = write_report(summary, list(cells.values()), out)
-    for line in ratio_lines(summary):
+    for line in markdown(summary).splitlines():  # The table, then the `ratio:` lines.
         echo(line)
     echo(f"results: {files['md']}, {files['json']}, {files['png']}")
     return BenchmarkRun(summary, files, len(todo), len(done), time.perf_counter() - start)
