@@ -69,10 +69,16 @@ def budget_dict(budget: TaskBudget) -> dict[str, Any]:
     return {**budget.__dict__, "steps": budget.steps, "num_validations": budget.num_validations}
 
 
-def _system_job(settings: Settings, out: str, seed: int, budgets: dict) -> int:
+def _system_job(
+    settings: Settings,
+    out: str,
+    seed: int,
+    budgets: dict,
+    on_cell: Callable[[dict[str, Any]], None] | None = None,
+) -> int:
     from munet.benchmark.system import run_system_seed
 
-    return len(run_system_seed(settings, out, seed, budgets))
+    return len(run_system_seed(settings, out, seed, budgets, on_cell))
 
 
 def _baseline_job(
@@ -151,7 +157,10 @@ def run_benchmark(
     jobs = _jobs(settings, out, todo, budgets)
     if workers == 1:
         for function, args in jobs:
-            function(*args)
+            if function is _system_job:  # Its cells are reported as they are written.
+                function(*args, on_cell=lambda _cell: report_new())
+            else:
+                function(*args)
             report_new()
     else:
         _run_pool(jobs, workers, report_new)
