@@ -106,3 +106,43 @@ def test_workers_run_cells_in_processes(tmp_path, tiny_overrides):
             == read_cell(cell_file(tmp_path / "serial", *key))["test_quality"]
         )
     assert serial.ran == 4
+
+
+@pytest.mark.slow
+def test_kill_9_mid_run_then_the_same_command_finishes_keeping_finished_cells(
+    tmp_path, tiny_overrides
+):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    out = tmp_path / "out"
+    args = ["--out", str(out), "--methods", "system,linear", "--tasks", "digits,synth/shape",
+            "--seeds", "0", "--steps", "8"]  # fmt: skip
+    for item in tiny_overrides:
+        args += ["--set", item]
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo), "OMP_NUM_THREADS": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "munet", "benchmark", *args],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    first = cell_file(out, "system", "digits", 0)
+    deadline = time.monotonic() + 600
+    while not first.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert first.exists(), "the run ended before its first cell"
+    stamp = first.stat().st_mtime_ns
+    settings = make_settings(
+        methods=["system", "linear"], tasks=["digits", "synth/shape"], seeds=[0], steps=8,
+        overrides=tiny_overrides,
+    )  # fmt: skip
+    again = run_benchmark(settings, out, echo=_quiet)
+    assert again.skipped >= 1 and again.ran + again.skipped == 4
+    assert first.stat().st_mtime_ns == stamp
+    assert len(json.loads((out / "results.json").read_text())["cells"]) == 4
