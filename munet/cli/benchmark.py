@@ -38,7 +38,12 @@ def _seeds(value: str | None) -> list[int] | None:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds `benchmark`."""
-    from munet.benchmark.plan import DEFAULT_STEPS, METHODS, QUICK_STEPS
+    from munet.benchmark.plan import (
+        DEFAULT_ADAPTER_BOTTLENECK,
+        DEFAULT_STEPS,
+        METHODS,
+        QUICK_STEPS,
+    )
 
     parser = subparsers.add_parser(
         "benchmark",
@@ -68,6 +73,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--workers", type=int, default=1, help="cells run in this many processes (default 1)"
     )
     parser.add_argument(
+        "--adapter-bottleneck",
+        type=int,
+        default=DEFAULT_ADAPTER_BOTTLENECK,
+        help=f"hidden width of each adapter (default {DEFAULT_ADAPTER_BOTTLENECK})",
+    )
+    parser.add_argument(
         "--quick", action="store_true", help="CI-sized: the quick suite and fewer steps"
     )
     parser.add_argument(
@@ -95,6 +106,7 @@ def _benchmark(args: argparse.Namespace) -> int:
             steps=args.steps,
             quick=args.quick,
             overrides=args.overrides,
+            adapter_bottleneck=args.adapter_bottleneck,
         )
         apply_overrides(get_preset(settings.preset), list(settings.overrides))  # bad --set
         if args.workers < 1:

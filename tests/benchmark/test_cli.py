@@ -19,6 +19,7 @@ from munet.cli import main
         (["--steps", "0"], "--steps 0: expected a positive number"),
         (["--workers", "0"], "--workers 0: expected at least 1"),
         (["--set", "no_such_key=1"], "no_such_key"),
+        (["--adapter-bottleneck", "0"], "adapter bottleneck 0: expected a positive width"),
     ],
 )
 def test_bad_requests_end_in_one_error_line(tmp_path, capsys, args, message):
