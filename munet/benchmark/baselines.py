@@ -77,12 +77,7 @@ def _adapters(
     agent: Any, hparams: dict[str, Any], settings: Settings, seed: int, budget: TaskBudget
 ) -> dict[str, Any]:
     from munet.agents.singlepath import model_arch
-    from munet.benchmark.frozen_root import (
-        AdaptedVit,
-        count_parameters,
-        forward_flops,
-        vit_from_root,
-    )
+    from munet.benchmark.frozen_root import AdaptedVit, count_parameters, vit_from_root
     from munet.benchmark.training import accuracy, train_with_validation
     from munet.training.optim import make_optimizer
 
@@ -111,7 +106,7 @@ def _adapters(
         "params_added": count_parameters(trainable),
         "params_adapters": count_parameters(model.adapters.parameters()),
         "params_total": count_parameters(model.parameters()),
-        "flops": float(forward_flops(model, image_size)),
+        "flops": float(model.flops()),
         "steps": trained.steps,
         "diverged": trained.diverged,
     }

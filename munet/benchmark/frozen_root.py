@@ -19,7 +19,13 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from munet.models import VisionTransformer, build_model, init_components, resize_posembed
+from munet.models import (
+    VisionTransformer,
+    build_model,
+    count_flops,
+    init_components,
+    resize_posembed,
+)
 from munet.models.adapters import BottleneckAdapter
 from munet.models.arch import VitArch
 from munet.models.components import component_names
@@ -58,6 +64,15 @@ class AdaptedVit(nn.Module):
     def trainable_parameters(self) -> list[nn.Parameter]:
         return [p for p in self.parameters() if p.requires_grad]
 
+    def flops(self) -> int:
+        """Forward FLOPs of one image: the ViT's (munet.models.flops.count_flops, attention
+        included) plus each adapter's two matmuls on every token."""
+        vit = self.vit
+        bottleneck = self.adapters[0].down.out_features if len(self.adapters) else 0
+        tokens = vit.arch.num_tokens(vit.image_size)
+        per_adapter = 2 * 2 * tokens * vit.arch.width * bottleneck
+        return count_flops(vit.arch, vit.image_size) + len(self.adapters) * per_adapter
+
 
 def vit_from_root(
     root_tensors: Mapping[str, Mapping[str, torch.Tensor]],
@@ -91,7 +106,9 @@ def vit_from_root(
 
 
 def forward_flops(model: nn.Module, image_size: int) -> int:
-    """FLOPs of one image's forward (matmuls and convolutions, as munet.models.flops)."""
+    """FLOPs of one image's forward, counted on the real model (matmuls and convolutions, as
+    munet.models.flops; for convolutional models: PyTorch's CPU attention kernel is not
+    counted, so ViTs use :meth:`AdaptedVit.flops` and ``count_flops``)."""
     was_training = model.training
     model.eval()
     images = torch.zeros(1, 3, image_size, image_size)

@@ -7,7 +7,7 @@ from torch import nn
 from munet.benchmark.cnn import small_cnn
 from munet.benchmark.frozen_root import AdaptedVit, forward_flops, vit_from_root
 from munet.benchmark.training import accuracy, train_with_validation
-from munet.models import VitArch, init_components
+from munet.models import VitArch, count_flops, init_components
 from munet.models.adapters import BottleneckAdapter, adapter_params
 from munet.tasks.batch import Batch
 
@@ -38,7 +38,8 @@ def test_adapted_vit_trains_only_adapters_and_head_and_starts_as_the_frozen_mode
     assert len(model.adapters) == 4  # Houlsby: two per block.
     with torch.no_grad():
         assert torch.allclose(model(images), before, atol=1e-6)
-    assert forward_flops(model, 8) > forward_flops(vit, 8)
+    # Two matmuls of 4 x 64 per token (4 patches + cls) in each of the 4 adapters.
+    assert model.flops() == count_flops(vit.arch, 8) + 4 * 2 * 2 * 5 * 64 * 4
 
 
 def test_vit_from_root_resizes_the_position_embedding_and_refuses_a_missing_block():
@@ -96,3 +97,5 @@ def test_small_cnn_has_its_documented_size():
         sum(p.numel() for p in small_cnn(5).parameters()) == 56_517
     )  # the "about 56k" of its docstring
     assert small_cnn(10)(torch.zeros(2, 3, 16, 16)).shape == (2, 10)
+    # The first convolution alone: 16 x 16 outputs x 16 channels x (3 x 3 x 3) x 2.
+    assert forward_flops(small_cnn(10), 16) > 2 * 16 * 16 * 16 * 27
