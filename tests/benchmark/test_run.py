@@ -109,6 +109,7 @@ def test_workers_run_cells_in_processes(tmp_path, tiny_overrides):
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:.*took over a stale lock")  # the killed run's, expected
 def test_kill_9_mid_run_then_the_same_command_finishes_keeping_finished_cells(
     tmp_path, tiny_overrides
 ):
