@@ -9,10 +9,10 @@ another seed, that neither side sees before scoring.
   ``random_init``, ``pretrained`` or a checkpoint file; benchmarks/root_source.py), ``munet run
   --task shapes --data folder:TRAIN --cycles N``, ``munet export``, then ``munet predict`` on
   the held-out images. Its wall time is that of root, run and export.
-- ``cnn``: a plain PyTorch CNN (4 conv-BN-ReLU-pool layers and a linear head, about 56k
-  parameters; Adam, random flips) on the same training images at 48 px, on as many threads as
-  the ``VitCpu`` preset (one), trained for the same wall time, then scored on the same
-  held-out images.
+- ``cnn``: a plain PyTorch CNN (munet.benchmark.cnn.small_cnn: 4 conv-BN-ReLU-pool layers
+  and a linear head, about 56k parameters; Adam, random flips) on the same training images
+  at 48 px, on as many threads as the ``VitCpu`` preset (one), trained for the same wall
+  time, then scored on the same held-out images.
 
 Prints each side's held-out accuracy and wall time, and::
 
@@ -36,8 +36,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# This checkout's munet (the CNN lives in munet.benchmark.cnn), as the munet subprocesses use.
+sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from root_source import resolve_root  # noqa: E402
+
+from munet.benchmark.cnn import small_cnn  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CLASSES = ("circle", "square", "triangle", "star", "cross")
@@ -181,20 +185,6 @@ def run_munet(args: argparse.Namespace, train: Path, held_out: Path, work: Path)
 
 
 # The CNN -------------------------------------------------------------------------------------
-def small_cnn(num_classes: int):
-    """4 x (3x3 conv, batch norm, ReLU, 2x2 max pool) of 16, 32, 64, 56 channels, global
-    average pooling and a linear head: about 56k parameters."""
-    from torch import nn
-
-    layers: list[nn.Module] = []
-    channels = [3, 16, 32, 64, 56]
-    for c_in, c_out in zip(channels, channels[1:], strict=False):
-        layers += [nn.Conv2d(c_in, c_out, 3, padding=1), nn.BatchNorm2d(c_out), nn.ReLU(),
-                   nn.MaxPool2d(2)]  # fmt: skip
-    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(channels[-1], num_classes)]
-    return nn.Sequential(*layers)
-
-
 def run_cnn(
     train: Path, held_out: Path, seconds: float, seed: int, threads: int, side: int = IMAGE_SIZE
 ) -> dict:

@@ -39,6 +39,7 @@ COMMAND_MODULES = (
     "es",
     "search",
     "report",
+    "benchmark",
 )
 DEBUG_FLAG = "--debug"
 

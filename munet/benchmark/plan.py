@@ -1,0 +1,179 @@
+"""What a benchmark run is: its settings (methods, tasks, seeds, budget) and each task's
+train-step budget, which every method spends in full.
+
+The budget: ``--steps`` train steps per task, rounded to whole agent paths. A ``VitCpu`` path
+trains ``num_validations_per_path_training`` intervals of ``I`` steps (``I``: the task's train
+batches between validations), ``P`` steps in all; a task's budget is ``N * P`` with
+``N = max(2, round(steps / P))``. Fine-tuning, the linear probe, adapters and the CNN train
+``N * P`` steps, validating every ``I`` steps. The system samples ``N`` paths for the task:
+``N - M`` singlepath paths (one cycle of its ``VitCpu`` agent) and ``M = max(1, N // 4)``
+multipath paths (one cycle of its ``MultiVitCpu`` agent), ``P`` steps each.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+METHODS = ("system", "finetune", "linear", "adapters", "cnn")
+BASELINE = "finetune"
+PRESET = "VitCpu"
+MULTIPATH_PRESET = "MultiVitCpu"
+ROOT_KIND = "pretrained"
+DEFAULT_STEPS = 1024
+DEFAULT_SEEDS = (0, 1, 2)
+QUICK_STEPS = 256
+DEFAULT_ADAPTER_BOTTLENECK = 8
+# The CNN's optimizer (as benchmarks/own_data_vs_cnn.py: Adam, random flips).
+CNN_LR = 3e-3
+CNN_MIN_IMAGE_SIZE = 16
+
+
+class BenchmarkError(ValueError):
+    """A bad benchmark request (unknown method or task, bad seeds, a mismatched --out)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything that decides a benchmark's results (``--workers`` does not).
+
+    Attributes:
+        methods: which methods run (of :data:`METHODS`).
+        tasks: the suite's task names, in the order the system's agents run them.
+        seeds: one result per (method, task, seed).
+        steps: the requested train steps per task (see the module docstring for rounding).
+        quick: the CI-sized run.
+        overrides: ``--set`` config overrides for every ``VitCpu`` config.
+        adapter_bottleneck: hidden width of each adapter.
+    """
+
+    methods: tuple[str, ...] = METHODS
+    tasks: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = DEFAULT_SEEDS
+    steps: int = DEFAULT_STEPS
+    quick: bool = False
+    overrides: tuple[str, ...] = ()
+    adapter_bottleneck: int = DEFAULT_ADAPTER_BOTTLENECK
+    preset: str = PRESET
+    root: str = ROOT_KIND
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> Settings:
+        return Settings(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+
+@dataclass(frozen=True)
+class TaskBudget:
+    """A task's train-step budget (see the module docstring)."""
+
+    task: str
+    interval: int  # I: train steps between validations.
+    path_steps: int  # P: train steps of one agent path.
+    num_paths: int  # N: paths of the system's budget.
+    multipath_paths: int  # M of them multipath.
+    num_classes: int = 0
+    sizes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def steps(self) -> int:
+        return self.num_paths * self.path_steps
+
+    @property
+    def num_validations(self) -> int:
+        return self.steps // self.interval
+
+    @property
+    def singlepath_paths(self) -> int:
+        return self.num_paths - self.multipath_paths
+
+
+def task_budget(task: str, interval: int, validations_per_path: int, steps: int) -> TaskBudget:
+    """The budget of ``task`` (see the module docstring).
+
+    Raises:
+        BenchmarkError: a non-positive ``steps``.
+    """
+    if steps <= 0:
+        raise BenchmarkError(f"--steps {steps!r}: expected a positive number of train steps")
+    path_steps = interval * validations_per_path
+    num_paths = max(2, round(steps / path_steps))
+    return TaskBudget(task, interval, path_steps, num_paths, max(1, num_paths // 4))
+
+
+def make_settings(
+    methods: list[str] | None = None,
+    tasks: list[str] | None = None,
+    seeds: list[int] | None = None,
+    steps: int | None = None,
+    quick: bool = False,
+    overrides: list[str] | None = None,
+    adapter_bottleneck: int = DEFAULT_ADAPTER_BOTTLENECK,
+) -> Settings:
+    """Checked settings; None picks the default (the suite, or the quick suite with ``quick``).
+
+    Raises:
+        BenchmarkError: an unknown method or task, no or repeated seeds, a negative seed,
+            a non-positive ``steps`` or bottleneck.
+    """
+    from munet.tasks.registry import is_known_task_name, known_task_names
+    from munet.tasks.suite import QUICK_SUITE_TASKS, SUITE_TASKS
+
+    methods = list(methods or METHODS)
+    for method in methods:
+        if method not in METHODS:
+            raise BenchmarkError(
+                f"unknown method {method!r}{_hint(method, METHODS)}; known: {', '.join(METHODS)}"
+            )
+    if len(set(methods)) != len(methods):
+        raise BenchmarkError(f"a method appears twice in --methods: {','.join(methods)}")
+    tasks = list(tasks or (QUICK_SUITE_TASKS if quick else SUITE_TASKS))
+    for task in tasks:
+        if not is_known_task_name(task):
+            names = known_task_names()
+            raise BenchmarkError(
+                f"unknown task {task!r}{_hint(task, names)}; the suite: {', '.join(SUITE_TASKS)}"
+            )
+    if len(set(tasks)) != len(tasks):
+        raise BenchmarkError(f"a task appears twice in --tasks: {','.join(tasks)}")
+    seeds = list(DEFAULT_SEEDS if seeds is None else seeds)
+    if not seeds:
+        raise BenchmarkError("--seeds is empty: expected at least one seed, e.g. 0,1,2")
+    if any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
+        raise BenchmarkError(
+            f"--seeds {','.join(map(str, seeds))}: expected distinct non-negative integers"
+        )
+    steps = (QUICK_STEPS if quick else DEFAULT_STEPS) if steps is None else steps
+    if steps <= 0:
+        raise BenchmarkError(f"--steps {steps!r}: expected a positive number of train steps")
+    if adapter_bottleneck <= 0:
+        raise BenchmarkError(
+            f"adapter bottleneck {adapter_bottleneck!r}: expected a positive width"
+        )
+    return Settings(
+        methods=tuple(methods),
+        tasks=tuple(tasks),
+        seeds=tuple(seeds),
+        steps=steps,
+        quick=quick,
+        overrides=tuple(overrides or ()),
+        adapter_bottleneck=adapter_bottleneck,
+    )
+
+
+def _hint(name: str, names: Any) -> str:
+    close = difflib.get_close_matches(name, list(names), n=3)
+    return f" (did you mean {', '.join(close)}?)" if close else ""
+
+
+def settings_mismatch(stored: dict[str, Any], wanted: dict[str, Any]) -> str | None:
+    """Names what differs between two settings dicts (None when they agree)."""
+    differences = [
+        f"{key} {stored.get(key)!r} there, {wanted.get(key)!r} now"
+        for key in sorted(set(stored) | set(wanted))
+        if stored.get(key) != wanted.get(key)
+    ]
+    return "; ".join(differences) or None

@@ -1,0 +1,115 @@
+import json
+
+import pytest
+
+from munet.benchmark.cells import (
+    SETTINGS_FILE,
+    cell_file,
+    claim_out,
+    done_cells,
+    read_cell,
+    write_json_atomic,
+)
+from munet.benchmark.plan import BenchmarkError, Settings, make_settings, task_budget
+
+
+def _cell(method="linear", task="digits", seed=0, **extra):
+    return {"method": method, "task": task, "seed": seed, "quality": 0.5, "test_quality": 0.4,
+            "params_added": 10, "flops": 100.0, **extra}  # fmt: skip
+
+
+def test_atomic_write_leaves_no_temporary_file(tmp_path):
+    target = tmp_path / "a" / "b.json"
+    write_json_atomic(target, {"x": 1})
+    write_json_atomic(target, {"x": 2})
+    assert json.loads(target.read_text()) == {"x": 2}
+    assert [p.name for p in target.parent.iterdir()] == ["b.json"]
+
+
+def test_cells_live_per_method_task_and_seed(tmp_path):
+    assert cell_file(tmp_path, "system", "synth/shape", 2) == (
+        tmp_path / "cells" / "system" / "synth~shape" / "seed_2.json"
+    )
+
+
+@pytest.mark.parametrize(
+    "content",
+    ['{"method": "linear", "task": "dig', "not json", json.dumps({"method": "linear"}),
+     json.dumps(_cell(test_quality=None))],
+)  # fmt: skip
+def test_a_half_written_or_incomplete_cell_is_not_done(tmp_path, content):
+    file = cell_file(tmp_path, "linear", "digits", 0)
+    file.parent.mkdir(parents=True)
+    file.write_text(content)
+    assert read_cell(file) is None
+
+
+def test_done_cells_reads_only_complete_cells_of_the_settings(tmp_path):
+    settings = Settings(methods=("linear",), tasks=("digits",), seeds=(0, 1))
+    write_json_atomic(cell_file(tmp_path, "linear", "digits", 0), _cell())
+    cell_file(tmp_path, "linear", "digits", 1).write_text("{")
+    write_json_atomic(cell_file(tmp_path, "cnn", "digits", 0), _cell("cnn"))  # not asked for
+    assert list(done_cells(tmp_path, settings)) == [("linear", "digits", 0)]
+
+
+def test_claim_out_records_settings_and_accepts_the_same_again(tmp_path):
+    settings = Settings(methods=("linear",), tasks=("digits",), seeds=(0,), steps=64)
+    claim_out(tmp_path / "out", settings)
+    assert json.loads((tmp_path / "out" / SETTINGS_FILE).read_text())["steps"] == 64
+    claim_out(tmp_path / "out", settings)  # a rerun resumes
+
+
+def test_claim_out_refuses_another_configuration_and_names_the_difference(tmp_path):
+    claim_out(tmp_path, Settings(methods=("linear",), tasks=("digits",), seeds=(0,), steps=64))
+    other = Settings(methods=("linear",), tasks=("digits",), seeds=(0,), steps=128)
+    with pytest.raises(BenchmarkError, match=r"another configuration \(steps 64 there, 128 now\)"):
+        claim_out(tmp_path, other)
+
+
+def test_claim_out_refuses_a_file_and_a_foreign_cells_folder(tmp_path):
+    settings = Settings(methods=("linear",), tasks=("digits",), seeds=(0,))
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(BenchmarkError, match="is a file"):
+        claim_out(tmp_path / "file", settings)
+    (tmp_path / "old" / "cells").mkdir(parents=True)
+    with pytest.raises(BenchmarkError, match="no settings.json"):
+        claim_out(tmp_path / "old", settings)
+
+
+def test_budget_rounds_to_whole_paths_and_splits_the_system_paths():
+    budget = task_budget("digits", interval=32, validations_per_path=4, steps=1024)
+    assert (budget.path_steps, budget.num_paths, budget.steps) == (128, 8, 1024)
+    assert (budget.singlepath_paths, budget.multipath_paths) == (6, 2)
+    assert budget.num_validations == 32
+    # A 1k task: 800 train examples, 25 batches between validations.
+    budget = task_budget("1k/x", interval=25, validations_per_path=4, steps=1024)
+    assert (budget.num_paths, budget.steps) == (10, 1000)
+    # At least one singlepath and one multipath path.
+    small = task_budget("digits", interval=32, validations_per_path=4, steps=1)
+    assert (small.singlepath_paths, small.multipath_paths) == (1, 1)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"methods": ["finetune", "lora"]}, "unknown method 'lora'"),
+        ({"methods": ["cnn", "cnn"]}, "appears twice"),
+        ({"tasks": ["digts"]}, "unknown task 'digts' \\(did you mean digits"),
+        ({"seeds": []}, "--seeds is empty"),
+        ({"seeds": [0, 0]}, "distinct non-negative"),
+        ({"seeds": [-1]}, "distinct non-negative"),
+        ({"steps": 0}, "--steps 0"),
+    ],
+)
+def test_make_settings_refuses_bad_requests(kwargs, match):
+    with pytest.raises(BenchmarkError, match=match):
+        make_settings(**kwargs)
+
+
+def test_quick_settings_use_the_quick_suite():
+    from munet.tasks.suite import QUICK_SUITE_TASKS, SUITE_TASKS
+
+    assert make_settings().tasks == SUITE_TASKS
+    quick = make_settings(quick=True)
+    assert quick.tasks == QUICK_SUITE_TASKS and quick.quick and quick.steps < make_settings().steps
+    assert Settings.from_dict(quick.to_dict()) == quick
