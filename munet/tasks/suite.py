@@ -7,18 +7,18 @@ published label definitions; the others are 1k versions of digits and of harder 
 scenes. Generators: `munet.tasks.sources.vtab1k` (none is shared with the pretraining recipes
 of `munet.pretrain.generators`). docs/tasks.md gives each task's definition.
 
-| task                       | classes | label                                    | mirrors (VTAB)                   |
-|----------------------------|---------|------------------------------------------|----------------------------------|
-| 1k/digits                  | 10      | the handwritten digit                    | (natural group; a 1k subset)     |
-| 1k/synth-conjunction       | 6       | colour of the one triangle among shapes  | (feature binding)                |
-| 1k/synth-clutter           | 4       | shape of the largest object in clutter   | (object in clutter)              |
-| 1k/synth-occlusion         | 4       | shape of an object half behind a bar     | (occlusion)                      |
-| 1k/dsprites-location       | 16      | x position of the sprite, 32 values / 2  | dsprites/label_x_position (16)   |
-| 1k/dsprites-orientation    | 16      | rotation of the sprite, 40 values / 2.5  | dsprites/label_orientation (16)  |
-| 1k/clevr-count             | 8       | number of objects - 3 (3..10 objects)    | clevr/count_all                  |
-| 1k/clevr-distance          | 6       | bin of the nearest object's depth        | clevr/closest_object_distance    |
-| 1k/norb-azimuth            | 18      | turntable azimuth, 0..340 deg by 20      | smallnorb/label_azimuth          |
-| 1k/norb-elevation          | 9       | camera elevation, 30..70 deg by 5        | smallnorb/label_elevation        |
+| task                    | cls | label                                | mirrors (VTAB)         |
+|-------------------------|-----|--------------------------------------|------------------------|
+| 1k/digits               | 10  | the handwritten digit                | (natural; 1k subset)   |
+| 1k/synth-conjunction    | 6   | colour of the triangle among shapes  | (feature binding)      |
+| 1k/synth-clutter        | 4   | shape of the large object in clutter | (object in clutter)    |
+| 1k/synth-occlusion      | 4   | shape of an object half behind a bar | (occlusion)            |
+| 1k/dsprites-location    | 16  | x position, 32 values grouped by 2   | dsprites x_position    |
+| 1k/dsprites-orientation | 16  | rotation, 40 values grouped by 2.5   | dsprites orientation   |
+| 1k/clevr-count          | 8   | number of objects - 3 (3..10)        | clevr count_all        |
+| 1k/clevr-distance       | 6   | bin of the nearest object's depth    | clevr closest_distance |
+| 1k/norb-azimuth         | 18  | turntable azimuth, 0..340 deg by 20  | smallnorb azimuth      |
+| 1k/norb-elevation       | 9   | camera elevation, 30..70 deg by 5    | smallnorb elevation    |
 """
 
 from __future__ import annotations
