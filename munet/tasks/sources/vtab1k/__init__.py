@@ -77,7 +77,7 @@ SUITE_SPECS: dict[str, SuiteTaskSpec] = {
         SuiteTaskSpec(
             "1k/synth-conjunction",
             tuple(scenes.COLORS),
-            "colour of the triangle among 3 objects of distinct shapes (others of any colour)",
+            "colour of the triangle among 4 objects, one of each shape (others of any colour)",
             "feature binding (shape x colour conjunction)",
             len(scenes.COLORS),
             _fixed(scenes.render_conjunction),
@@ -211,15 +211,18 @@ def _digits_1k_splits(data_seed: int) -> dict[str, SplitArrays]:
     return splits
 
 
-@functools.lru_cache(maxsize=32)
 def load_suite_source(name: str, data_seed: int = 0) -> ArraySource:
     """Builds (once per process and data_seed) the source of the suite task `name`.
 
     Raises:
         ValueError: an unknown suite task or a bad data_seed.
     """
-    _check_name(name)
-    check_data_seed(data_seed)
+    # Checked before the cache: True would otherwise hit the entry of data_seed 1.
+    return _load_suite_source(_check_name(name), check_data_seed(data_seed))
+
+
+@functools.lru_cache(maxsize=32)
+def _load_suite_source(name: str, data_seed: int) -> ArraySource:
     if name == DIGITS_1K:
         return ArraySource(name, _digits_1k_splits(data_seed), 10, _DIGITS_CLASS_NAMES)
     spec = SUITE_SPECS[name]

@@ -4,10 +4,10 @@ They reuse `munet.tasks.sources.synth`'s painting (its textured backgrounds, its
 and six jittered colours, antialiased coverage) but draw scenes of their own, in which reading
 the label needs more than one object's global colour or extent:
 
-- conjunction: a triangle and two objects of other shapes (all three shapes distinct) in
-  three of the four quadrants; label = the triangle's colour (6). The other objects' colours
-  are drawn from all six, so the triangle's colour is often also present elsewhere: a model
-  must bind colour to shape.
+- conjunction: one object of each shape (circle, square, triangle, cross), one per quadrant,
+  small (radius 4-5.5 px); label = the triangle's colour (6). The other objects' colours are
+  drawn from all six, so the triangle's colour is often also present elsewhere: a model must
+  bind colour to shape.
 - clutter: one large object among 10 small ones of every shape and colour, some painted over
   it; label = the large object's shape (4).
 - occlusion: one large object with a bar of random colour and angle across it, hiding about
@@ -46,25 +46,24 @@ def render_conjunction(
     colour: torch.Tensor, g: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """`1k/synth-conjunction`: labels = the triangle's colour index (N,)."""
-    n = len(colour)
-    # Slot 0 is the triangle; slots 1-2 take two of the other three shapes.
-    others = torch.tensor([s for s in range(len(SHAPES)) if s != _TRIANGLE])
-    pick = torch.rand(n, len(others), generator=g).argsort(dim=1)[:, :2]
-    shape = torch.cat((torch.full((n, 1), _TRIANGLE), others[pick]), dim=1)
-    colours = torch.cat((colour[:, None], torch.randint(len(COLORS), (n, 2), generator=g)), dim=1)
-    quadrant = torch.rand(n, 4, generator=g).argsort(dim=1)[:, :3]
-    radius = uniform((n, 3), 5.0, 6.5, g)
+    n, k = len(colour), len(SHAPES)
+    # One object of each shape, one per quadrant in a random order.
+    shape = torch.rand(n, k, generator=g).argsort(dim=1)
+    colours = torch.randint(len(COLORS), (n, k), generator=g)
+    colours = torch.where(shape == _TRIANGLE, colour[:, None], colours)
+    radius = uniform((n, k), 4.0, 5.5, g)
     half = IMAGE_SIZE / 2
     slack = half / 2 - radius - 0.5
-    cx = (quadrant % 2 + 0.5) * half + (torch.rand(n, 3, generator=g) * 2 - 1) * slack
-    cy = (quadrant // 2 + 0.5) * half + (torch.rand(n, 3, generator=g) * 2 - 1) * slack
+    quadrant = torch.arange(k).expand(n, k)
+    cx = (quadrant % 2 + 0.5) * half + (torch.rand(n, k, generator=g) * 2 - 1) * slack
+    cy = (quadrant // 2 + 0.5) * half + (torch.rand(n, k, generator=g) * 2 - 1) * slack
     objects = Objects(
         cx=cx,
         cy=cy,
         radius=radius,
         shape=shape,
         color=_random_colors(colours, g),
-        present=torch.ones(n, 3, dtype=torch.bool),
+        present=torch.ones(n, k, dtype=torch.bool),
     )
     return _paint(objects, _backgrounds(n, g)), colour
 
