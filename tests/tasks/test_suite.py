@@ -270,3 +270,13 @@ def test_suite_generators_share_nothing_with_the_pretraining_recipes():
             node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
         ] + [a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names]
         assert not any("pretrain" in name for name in imported), module
+
+
+def test_munet_tasks_show_sizes_a_suite_task(capsys):
+    from munet.cli import main
+
+    assert main(["tasks", "show", "1k/digits", "--batch-size", "32"]) == 0
+    out = capsys.readouterr().out
+    assert "classes: 10 (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)" in out
+    assert "examples: train 800, validation 200 (used 196), test 797" in out
+    assert "split 800 / 200 / 797 by a permutation drawn from data_seed 0" in out

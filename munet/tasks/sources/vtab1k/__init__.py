@@ -224,10 +224,20 @@ def load_suite_source(name: str, data_seed: int = 0) -> ArraySource:
 @functools.lru_cache(maxsize=32)
 def _load_suite_source(name: str, data_seed: int) -> ArraySource:
     if name == DIGITS_1K:
-        return ArraySource(name, _digits_1k_splits(data_seed), 10, _DIGITS_CLASS_NAMES)
+        source = ArraySource(name, _digits_1k_splits(data_seed), 10, _DIGITS_CLASS_NAMES)
+        source.split_note = (
+            f"scikit-learn's 1,797 digits split 800 / 200 / 797 by a permutation drawn from "
+            f"data_seed {data_seed}"
+        )
+        return source
     spec = SUITE_SPECS[name]
     splits = {s: generate_suite_split(name, s, SUITE_SPLIT_SIZES[s], data_seed) for s in SPLITS}
-    return ArraySource(name, splits, spec.num_classes, class_names=spec.class_names)
+    source = ArraySource(name, splits, spec.num_classes, class_names=spec.class_names)
+    held_out = (
+        "; validation and test show toys unseen in train" if name.startswith("1k/norb") else ""
+    )
+    source.split_note = f"generated from data_seed {data_seed}, each split its own stream{held_out}"
+    return source
 
 
 def clevr_nearest_depths(split: str = "train", data_seed: int = 0) -> torch.Tensor:
