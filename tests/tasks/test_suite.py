@@ -182,28 +182,31 @@ def test_norb_validation_and_test_show_toys_unseen_in_training():
     assert set((held % norb.NUM_INSTANCES).tolist()) == set(norb.HELD_OUT_INSTANCES)
 
 
-def test_norb_azimuth_turns_the_toy_and_mirror_azimuths_mirror_the_image():
+def _render_toy(toy: int, azimuths, elevations, lighting: int) -> torch.Tensor:
     toys = norb.make_toys(torch.Generator().manual_seed(0))
+    n = max(len(azimuths), len(elevations))
+    full = lambda v: torch.as_tensor(v).expand(n)  # noqa: E731
+    return norb.render_toys(
+        toys, full(toy), full(azimuths), full(elevations), full(lighting), full(0.0)
+    )  # a black backdrop: lit pixels are the toy's
+
+
+def test_norb_azimuth_turns_the_toy_and_mirror_azimuths_mirror_the_image():
     airplane = norb.CATEGORIES.index("airplane") * norb.NUM_INSTANCES  # symmetric left-right
     azimuths = torch.tensor([1, 17, 4, 14])  # 20 / 340 and 80 / 280 degrees
-    n = len(azimuths)
-    images = norb.render_toys(
-        toys, torch.full((n,), airplane), azimuths, torch.full((n,), 3), torch.full((n,), 1)
-    )
+    images = _render_toy(airplane, azimuths, torch.tensor([3]), lighting=1)
     assert torch.allclose(images[0], images[1].flip(-1), atol=1e-4)
     assert torch.allclose(images[2], images[3].flip(-1), atol=1e-4)
     assert (images[0] - images[2]).abs().max() > 0.1
 
 
-def test_norb_elevation_flattens_the_turntable_less_from_higher_up():
-    toys = norb.make_toys(torch.Generator().manual_seed(0))
-    n = len(norb.ELEVATIONS)
-    images = norb.render_toys(
-        toys, torch.zeros(n, dtype=torch.long), torch.zeros(n, dtype=torch.long),
-        torch.arange(n), torch.zeros(n, dtype=torch.long),
-    )  # fmt: skip
-    lit = (images[:, 0] > 0.15).flatten(1).sum(dim=1)  # turntable and toy pixels
-    assert torch.all(lit[1:] >= lit[:-1]) and lit[-1] > lit[0]
+def test_norb_elevation_foreshortens_a_standing_figure():
+    human = norb.CATEGORIES.index("human") * norb.NUM_INSTANCES
+    images = _render_toy(human, torch.tensor([4]), torch.arange(len(norb.ELEVATIONS)), 0)
+    rows = (images[:, 0] > 1e-3).any(dim=2).sum(dim=1)  # rows the toy covers
+    assert rows[0] >= rows[-1] + 3  # a tall figure seen from 30 degrees, then from 70
+    flat = images.flatten(1)
+    assert all(not torch.equal(flat[i], flat[i + 1]) for i in range(len(flat) - 1))
 
 
 def test_digits_1k_splits_cover_scikit_learns_digits_once():
