@@ -70,6 +70,15 @@ def headroom_job(job: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _print_row(row: dict[str, Any]) -> dict[str, Any]:
+    print(
+        f"{row['task']:<24} {row['classes']:>7} {row['validation']:>10.4f} "
+        f"{row['chance']:>7.3f} {row['steps']:>6} {row['seconds']:>8.0f}",
+        flush=True,
+    )
+    return row
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", nargs="+", default=list(SUITE_TASKS), choices=SUITE_TASKS)
@@ -95,19 +104,17 @@ def main(argv: list[str] | None = None) -> int:
             f"{'seconds':>8}",
             flush=True,
         )
+        rows: list[dict[str, Any]] = []
         if args.workers == 1:
-            results = map(headroom_job, jobs)
+            for job in jobs:
+                rows.append(_print_row(headroom_job(job)))
         else:
-            pool = multiprocessing.get_context("spawn").Pool(min(args.workers, len(jobs)))
-            results = pool.imap(headroom_job, jobs)
-        rows = []
-        for row in results:
-            rows.append(row)
-            print(
-                f"{row['task']:<24} {row['classes']:>7} {row['validation']:>10.4f} "
-                f"{row['chance']:>7.3f} {row['steps']:>6} {row['seconds']:>8.0f}",
-                flush=True,
-            )
+            context = multiprocessing.get_context("spawn")
+            with context.Pool(min(args.workers, len(jobs))) as pool:
+                for row in pool.imap(headroom_job, jobs):
+                    rows.append(_print_row(row))
+                pool.close()
+                pool.join()
         below = sum(r["validation"] < 0.9 for r in rows)
         print(f"below 0.9 validation: {below} of {len(rows)} tasks")
     return 0
