@@ -98,6 +98,9 @@ def test_dsprites_groups_follow_vtab_rule_into_16_classes():
     orientations = dsprites.orientation_label(torch.arange(40))
     assert orientations.tolist() == [int(i / 2.5) for i in range(40)]
     assert torch.bincount(orientations).tolist() == [3, 2] * 8
+    names = SUITE_SPECS["1k/dsprites-orientation"].class_names
+    assert names[:2] == ("0-27deg", "27-45deg") and names[-1] == "342-360deg"
+    assert SUITE_SPECS["1k/dsprites-location"].class_names[-1] == "x30-31"
     labels = generate_suite_split("1k/dsprites-orientation", "train", 400).labels
     # 40 orientations drawn stratified: 10 each, so classes of 3 angles hold 30, of 2 hold 20.
     assert torch.bincount(labels).tolist() == [30, 20] * 8

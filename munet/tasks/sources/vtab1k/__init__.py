@@ -59,17 +59,16 @@ def _norb(label: str) -> RendererFactory:
     return factory
 
 
-def _degrees(lo: float, hi: float) -> str:
-    return f"{lo:g}-{hi:g}deg"
+def _orientation_class_names() -> tuple[str, ...]:
+    """Each orientation class's angle range, from VTAB's grouping of the 40 angles."""
+    step = 360 / dsprites.NUM_ORIENTATIONS
+    groups = dsprites.orientation_label(torch.arange(dsprites.NUM_ORIENTATIONS)).tolist()
+    names = []
+    for c in range(dsprites.NUM_CLASSES):
+        members = [i for i, label in enumerate(groups) if label == c]
+        names.append(f"{members[0] * step:g}-{(members[-1] + 1) * step:g}deg")
+    return tuple(names)
 
-
-_ORIENTATION_NAMES = tuple(
-    _degrees(
-        min(i for i in range(40) if dsprites.orientation_label(torch.tensor(i)) == c) * 9,
-        (max(i for i in range(40) if dsprites.orientation_label(torch.tensor(i)) == c) + 1) * 9,
-    )
-    for c in range(dsprites.NUM_CLASSES)
-)
 
 SUITE_SPECS: dict[str, SuiteTaskSpec] = {
     spec.name: spec
@@ -108,7 +107,7 @@ SUITE_SPECS: dict[str, SuiteTaskSpec] = {
         ),
         SuiteTaskSpec(
             "1k/dsprites-orientation",
-            _ORIENTATION_NAMES,
+            _orientation_class_names(),
             "orientation index (40 values around the circle) // 2.5, VTAB's 16-class grouping",
             "dsprites/label_orientation, 16 classes",
             dsprites.NUM_ORIENTATIONS,
