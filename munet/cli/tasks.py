@@ -64,17 +64,30 @@ def _installed(module: str) -> str:
     return "installed" if importlib.util.find_spec(module) is not None else "not installed"
 
 
+def _print_entries(entries: dict, width: int) -> None:
+    for name, entry in entries.items():
+        needs = f"  [needs {entry.needs}]" if entry.needs else ""
+        print(f"  {name:<{width}}  {entry.description}{needs}")
+
+
 def _list(args: argparse.Namespace) -> int:
     from munet.tasks.registry import registered_tasks
     from munet.tasks.tfds_splits import tfds_task_names
 
     entries = registered_tasks()
     width = max(len(n) for n in entries)
+    plain = {n: e for n, e in entries.items() if e.group != "suite"}
+    suite = {n: e for n, e in entries.items() if e.group == "suite"}
     print("Available here, no download needed:")
-    for name, entry in entries.items():
-        needs = f"  [needs {entry.needs}]" if entry.needs else ""
-        print(f"  {name:<{width}}  {entry.description}{needs}")
+    _print_entries(plain, width)
     print()
+    if suite:
+        print(
+            "The 1k suite (VTAB-1k regime: 800 train + 200 validation, no download; "
+            "munet.tasks.suite):"
+        )
+        _print_entries(suite, width)
+        print()
     print("Your data on disk:")
     print("  folder:ROOT       an image-folder tree ROOT/<class>/*.png|jpg (or ROOT/train/...,")
     print("                    ROOT/validation/..., ROOT/test/...)")

@@ -2,7 +2,8 @@
 
 Names resolve in this order:
 
-1. Registered names: the embedded tasks (`digits`, `synth/*`) and any added with `register_task`.
+1. Registered names: the embedded tasks (`digits`, `synth/*`, the VTAB-1k-sized suite `1k/*` of
+   munet.tasks.suite) and any added with `register_task`.
 2. Source schemes with a location: `folder:ROOT` (an image-folder tree), `npz:FILE.npz`,
    `hf:NAME_OR_DIR` (Hugging Face `datasets`, offline) and `tfds:NAME` (TensorFlow Datasets).
 3. The TensorFlow Datasets names of the µNet seed's tables (`cifar100`, `oxford_iiit_pet/1k`,
@@ -40,15 +41,22 @@ class TaskEntry:
     description: str
     load: Callable[[], Source]
     needs: str = ""  # empty when it works out of the box
+    group: str = ""  # listings group entries by it ("suite": the 1k/* suite)
 
 
 _REGISTRY: dict[str, TaskEntry] = {}
 
 
 def register_task(
-    name: str, load: Callable[[], Source], description: str = "", needs: str = ""
+    name: str,
+    load: Callable[[], Source],
+    description: str = "",
+    needs: str = "",
+    group: str = "",
 ) -> None:
     """Makes `name` resolve to the source `load()` returns (e.g. a fixed image folder).
+
+    `group` names the listing group (`munet tasks list`); empty: the plain embedded tasks.
 
     Raises:
         ValueError: `name` is already registered or uses a scheme prefix.
@@ -57,7 +65,7 @@ def register_task(
         raise ValueError(f"task {name!r} is already registered")
     if name.split(":", 1)[0] in SCHEMES and ":" in name:
         raise ValueError(f"task name {name!r} would shadow the scheme {name.split(':')[0]!r}")
-    _REGISTRY[name] = TaskEntry(name, description, load, needs)
+    _REGISTRY[name] = TaskEntry(name, description, load, needs, group)
 
 
 def _register_embedded() -> None:
@@ -78,6 +86,20 @@ def _register_embedded() -> None:
             functools.partial(load_synth_source, name),
             f"{spec.num_classes} classes; {sizes(SYNTH_SPLIT_SIZES)}; generated 32x32 scenes, "
             f"label: {spec.description}",
+        )
+    _register_suite()
+
+
+def _register_suite() -> None:
+    from munet.tasks.sources.vtab1k import describe_suite_task, load_suite_source
+    from munet.tasks.suite import SUITE_TASKS
+
+    for name in SUITE_TASKS:
+        register_task(
+            name,
+            functools.partial(load_suite_source, name),
+            describe_suite_task(name),
+            group="suite",
         )
 
 

@@ -2,7 +2,8 @@
 
 - `base`: the `Source` interface, `ArraySource` (splits in memory), the seed's default split
   carving.
-- `digits`, `synth`: the embedded tasks (no download).
+- `digits`, `synth`: the embedded tasks (no download); `vtab1k`: the `1k/*` suite's generators
+  (munet.tasks.suite).
 - `imagefolder` (`folder:ROOT`), `npz` (`npz:FILE`), `hf` (`hf:NAME_OR_DIR`, optional
   `datasets`), `tfds` (TFDS names, optional `tensorflow-datasets`); `decoded` holds the shared
   decode-on-demand source of the first and third.
