@@ -29,6 +29,7 @@ _EXPORTS: dict[str, str] = {
     "SinglepathAgent": "munet.agents",
     "MultipathAgent": "munet.agents",
     "make_agent": "munet.agents",
+    "RunOptions": "munet.agents",
     "create_root_model": "munet.agents",
     "run_demo": "munet.agents",
     "leaderboard_rows": "munet.agents",

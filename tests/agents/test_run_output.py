@@ -41,3 +41,19 @@ def test_quiet_silences_a_run_and_progress_draws_the_overall_bar(
 def test_an_unknown_detail_is_a_clear_error(tiny_config, state_dir):
     with pytest.raises(ValueError, match="detail 'all': expected one of generation, full"):
         SinglepathAgent(tiny_config, "digits", state_dir, detail="all")
+
+
+def test_run_options_are_one_object_or_the_same_keywords(tiny_config, state_dir, capsys):
+    from munet.agents.options import RunOptions
+
+    options = RunOptions(progress=False, detail="cycle")
+    agent = SinglepathAgent(tiny_config, "digits", state_dir, options=options)
+    assert (agent.detail, agent.progress, agent.quiet) == ("cycle", False, False)
+    # Keywords apply over the object; the object itself is not changed (frozen).
+    agent = munet.make_agent(tiny_config, "digits", state_dir, options=options, quiet=True)
+    assert agent.quiet and agent.detail == "cycle" and not options.quiet
+    assert agent.options == RunOptions(progress=False, detail="cycle", quiet=True)
+    with pytest.raises(TypeError, match="unknown agent option.*verbose.*known: detail"):
+        SinglepathAgent(tiny_config, "digits", state_dir, verbose=True)
+    with pytest.raises(TypeError, match="options must be a RunOptions, got dict"):
+        SinglepathAgent(tiny_config, "digits", state_dir, options={"quiet": True})
