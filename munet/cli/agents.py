@@ -183,7 +183,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _root(args: argparse.Namespace) -> int:
-    from munet.agents.root import create_root_model, default_root_kind
+    from munet.agents.root import create_root_model
     from munet.agents.runner import resolve_config
     from munet.config import ConfigError
 
@@ -192,11 +192,9 @@ def _root(args: argparse.Namespace) -> int:
         config = resolve_config(args.agent, args.overrides)
     except ConfigError as err:
         return _fail(err)
-    kind = args.root
-    if kind is None and not config.is_multipath:
-        kind = default_root_kind(config)
+    # No --root: the root the state dir has, else the preset's default (as the Python API).
     # Store and OS errors (locked, read-only, disk full, ...) are one line each, by main().
-    path = create_root_model(config, args.state_dir, kind or "random_init")
+    path = create_root_model(config, args.state_dir, args.root)
     print(f"root model {path.full_id} ({path.num_params()} params) in {args.state_dir}")
     return 0
 

@@ -164,7 +164,7 @@ def _launch_deferred(args: argparse.Namespace) -> int:
 def _create_roots(specs, args: argparse.Namespace) -> None:
     """A root model of kind ``args.root`` for each singlepath class of the launch (a multipath
     preset's singlepath class included) that has none."""
-    from munet.agents.root import create_root_model, default_root_kind
+    from munet.agents.root import create_root_model
     from munet.agents.runner import resolve_config
 
     group_overrides = {s.agent_class: list(s.overrides) for s in specs}
@@ -178,6 +178,7 @@ def _create_roots(specs, args: argparse.Namespace) -> None:
     for agent_class in classes:
         overrides = [*args.overrides, *group_overrides.get(agent_class, [])]
         config = resolve_config(agent_class, overrides)
-        kind = default_root_kind(config) if args.root == "default" else args.root
+        # "default": the root the state dir has, else the preset's (create_root_model's None).
+        kind = None if args.root == "default" else args.root
         path = create_root_model(config, args.state_dir, kind)
         print(f"root model {path.full_id} in {args.state_dir}")
