@@ -43,6 +43,7 @@ from munet.agents.mutation import MutationDecision, MutationPolicy, mutate_hpara
 from munet.agents.options import RunOptions, takes_run_options
 from munet.agents.path_training import PathTraining, Tensors
 from munet.agents.reports import (
+    DECISIONS_LOGGER,
     AgentError,
     GenerationReport,
     ImmutabilityError,
@@ -60,7 +61,8 @@ from munet.system import Path, Population, ScorerDecay, SystemStore, format_agen
 from munet.system.component import AnyComponent
 from munet.tracking import Tracker
 
-log = logging.getLogger("munet.agents")
+# Mutation, selection and reuse decisions: shown by `munet run -v` (munet.cli.agents).
+log = logging.getLogger(DECISIONS_LOGGER)
 
 ROOT_TASK_PREFIX = "root_model/"
 

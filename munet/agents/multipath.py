@@ -46,7 +46,7 @@ from munet.agents.cycle import Agent, BuiltModel, device_tensors
 from munet.agents.mutation import mutate_hparams
 from munet.agents.options import RunOptions, takes_run_options
 from munet.agents.path_cache import PathOutputCache, augmentation_active
-from munet.agents.reports import AgentError, log_level
+from munet.agents.reports import DECISIONS_LOGGER, AgentError, log_level
 from munet.agents.reuse import component_shapes_of
 from munet.agents.selection import decay_selection
 from munet.agents.singlepath import assemble_vit, model_arch
@@ -69,7 +69,8 @@ from munet.models.multipath import (
 from munet.system import Component, Path, Population, SystemStore, format_agent_id
 from munet.system.component import PathComponent
 
-log = logging.getLogger("munet.agents")
+# Mutation, selection and reuse decisions: shown by `munet run -v` (munet.cli.agents).
+log = logging.getLogger(DECISIONS_LOGGER)
 
 def subpath_refs(path: Path) -> dict[str, str]:
     """{slot: full id of the subpath} of a multipath path (empty for a singlepath one)."""

@@ -26,6 +26,7 @@ from munet.agents.cycle import (
 from munet.agents.mutation import MutationDecision, do_mutate, mutate_hparams
 from munet.agents.options import RunOptions, takes_run_options
 from munet.agents.reports import (  # noqa: F401  (re-exported: the public home of the errors)
+    DECISIONS_LOGGER,
     AgentError,
     GenerationReport,
     ImmutabilityError,
@@ -47,7 +48,8 @@ from munet.models import (
 )
 from munet.system import Component, Path, Population, SystemStore
 
-log = logging.getLogger("munet.agents")
+# Mutation, selection and reuse decisions: shown by `munet run -v` (munet.cli.agents).
+log = logging.getLogger(DECISIONS_LOGGER)
 
 
 def model_arch(config: AgentConfig, hparams: dict[str, Any]) -> VitArch:

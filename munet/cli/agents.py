@@ -46,7 +46,13 @@ def _add_config(parser: argparse.ArgumentParser) -> None:
 
 def _add_verbosity(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("-v", "--verbose", action="store_true", help="log every decision")
+    group.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also every sampled path (parent, quality, score, verdict) and every mutation, "
+        "selection and reuse decision",
+    )
     group.add_argument(
         "-q", "--quiet", action="store_true", help="one line per cycle, warnings and results"
     )
@@ -58,9 +64,20 @@ def _add_verbosity(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def detail_of(args: argparse.Namespace) -> str:
+    """The agents' lines for -q / (default) / -v (munet.agents.options.RunOptions.detail)."""
+    return "cycle" if args.quiet else "full" if args.verbose else "generation"
+
+
 def _setup_logging(args: argparse.Namespace, default: int = logging.INFO) -> None:
     level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else default
+    from munet.agents.reports import DECISIONS_LOGGER
     from munet.progress import BarSafeHandler
+
+    # The agents' decisions (about ten lines a generation) are -v's only.
+    logging.getLogger(DECISIONS_LOGGER).setLevel(
+        logging.DEBUG if args.verbose else logging.WARNING
+    )
 
     handler = BarSafeHandler(sys.stderr)  # above the progress bars, never inside them
     handler.setFormatter(logging.Formatter("%(message)s"))
@@ -219,13 +236,14 @@ def _run(args: argparse.Namespace) -> int:
     config = bind_task_data(
         config, args.task, store, args.data, format_agent_id(args.agent, args.task), split
     )
-    # -q: one line per cycle (with the time left), else every path of every generation.
+    # A start-of-run block, then one line per generation and per cycle; -q: one line per
+    # cycle (with the time left); -v: also every sampled path and every decision.
     agent = make_agent(
         config,
         args.task,
         store,
         progress=args.progress,
-        detail="cycle" if args.quiet else "full",
+        detail=detail_of(args),
         tracker=tracking,
         skip_bad_files=args.skip_bad_files,
     )
@@ -270,5 +288,6 @@ def _demo(args: argparse.Namespace) -> int:
         multipath_tasks=args.multipath_tasks,
         tracking=tracking_settings(args),
         root_kind=args.root,
+        detail=detail_of(args),
     )
     return 0

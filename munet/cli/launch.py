@@ -98,6 +98,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="an overall bar of every agent's generations, with ETA, on stderr (default: when "
         "stderr is a terminal)",
     )
+    verbosity = parser.add_mutually_exclusive_group()
+    verbosity.add_argument(
+        "-v", "--verbose", action="store_true", help="also this process's debug log"
+    )
+    verbosity.add_argument(
+        "-q", "--quiet", action="store_true", help="one line per cycle (no generation lines)"
+    )
     add_tracking_options(parser)
     parser.set_defaults(func=_launch)
 
@@ -124,7 +131,7 @@ def _launch_deferred(args: argparse.Namespace) -> int:
     handler.setFormatter(logging.Formatter("%(message)s"))
     logger = logging.getLogger("munet")
     logger.handlers[:] = [handler]
-    logger.setLevel(logging.WARNING)
+    logger.setLevel(logging.DEBUG if args.verbose else logging.WARNING)
     logger.propagate = False
     try:
         specs = agent_specs(
@@ -149,6 +156,7 @@ def _launch_deferred(args: argparse.Namespace) -> int:
             env_names=args.env,
             progress=args.progress,
             tracking=tracking_settings(args),
+            detail="cycle" if args.quiet else "generation",
         )
     except (ConfigError, AgentError, ValueError, ImportError) as err:
         return _fail(err)

@@ -90,6 +90,7 @@ def launch(
     stop_timeout: float = 120.0,
     progress: bool | None = None,
     tracking: Any = None,
+    detail: str = "generation",
 ) -> LaunchResult:
     """Run the agents as Ray tasks until each completed `cycles` cycles.
 
@@ -113,6 +114,8 @@ def launch(
             or a notebook).
         tracking: a `munet.tracking.TrackingSettings`: every worker logs its agent (TensorBoard
             under ``log_dir/<agent id>``, a path the workers' nodes must see; W&B), or None.
+        detail: ``generation`` (a line per finished generation and cycle) or ``cycle``
+            (no generation lines; ``munet launch -q``); ``full`` is taken as ``generation``.
 
     Returns:
         The agents' summaries and failures, and the final leaderboard.
@@ -229,7 +232,8 @@ def launch(
                     elif event.get("kind") in ("generation", "cycle"):
                         left[agent_id] = max(0, left.get(agent_id, 0) - 1)
                         bar.update(1)
-                    echo(format_event(event))
+                    if not (detail == "cycle" and event.get("kind") == "generation"):
+                        echo(format_event(event))
                     if event.get("kind") == "cycle":
                         release_waiting(event["agent_id"], finished_cycle=True)
                     if on_event is not None:
