@@ -69,7 +69,7 @@ def _add_state_dir(parser: argparse.ArgumentParser) -> None:
 
 
 def _fail(command: str, message: object) -> int:
-    print(f"munet {command}: error: {message}", file=sys.stderr)
+    print(f"munet: error: {message}", file=sys.stderr)
     return 2
 
 

@@ -90,6 +90,6 @@ def _report(args: argparse.Namespace) -> int:
         return 0
     view = write_report(args.state_dir, args.out, png=args.png, baselines=baselines)
     for problem in view.warnings:
-        print(f"warning: {problem}", file=sys.stderr)
+        print(f"munet: warning: {problem}", file=sys.stderr)
     print(_describe(view, args.out, args.png))
     return 0

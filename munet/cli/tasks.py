@@ -163,7 +163,7 @@ def _show(args: argparse.Namespace) -> int:
             data_dir=args.data_dir,
         )
     except (ValueError, ImportError, NotImplementedError) as error:
-        print(f"munet tasks show: {error}", file=sys.stderr)
+        print(f"munet: error: {error}", file=sys.stderr)
         return 2
     sizing = task.sizing
     print(f"task: {task.name}")

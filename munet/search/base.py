@@ -190,6 +190,12 @@ class Strategy(ABC):
         return self._exhausted or self._is_done()
 
     @property
+    def exhausted(self) -> bool:
+        """True once ``dedup_retries`` proposals in a row were candidates already proposed:
+        the space has (almost surely) nothing new left."""
+        return self._exhausted
+
+    @property
     def pending(self) -> list[Trial]:
         """Trials asked but not yet told, oldest first (e.g. to restart them after a resume)."""
         return [Trial(i, c) for i, c in sorted(self._pending.items())]
