@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import warnings
 
@@ -74,11 +75,20 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 2
+    from munet.interrupts import sigterm_as_interrupt
+
     previous_showwarning = warnings.showwarning
     if not debug:
         warnings.showwarning = _one_line_warnings
     try:
-        code = args.func(args)
+        # SIGTERM (a scheduler's stop, `kill`) is taken like Ctrl-C: cleanup, then exit 143.
+        with sigterm_as_interrupt():
+            code = args.func(args)
+            sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+    except BrokenPipeError as err:
+        if err.filename is None:
+            return _stdout_closed()
+        return report_failure(err, debug, getattr(args, "state_dir", None))
     except (Exception, KeyboardInterrupt) as err:  # noqa: BLE001  (classified, never silent)
         out = getattr(args, "out", None)
         return report_failure(
@@ -87,6 +97,16 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         warnings.showwarning = previous_showwarning
     return int(code or 0)
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout went away (``munet predict ... | head -2``): what it wanted it
+    got, so exit 0 quietly, as ``cat`` or ``ls`` piped to ``head`` do. The output left is
+    dropped (stdout points at /dev/null, so Python's exit-time flush cannot fail again)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 0
 
 
 if __name__ == "__main__":

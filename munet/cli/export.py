@@ -147,7 +147,9 @@ def _test(args: argparse.Namespace) -> int:
         return _fail("test", f"no published paths{which} in {args.state_dir}{hint}")
     print(format_test_table(results))
     if any(r.status == "MISMATCH" for r in results):
-        return 1
+        from munet.cli.errors import EXIT_QUALITY_MISMATCH
+
+        return EXIT_QUALITY_MISMATCH
     if any(r.status.startswith("error") for r in results):
         return 2
     return 0

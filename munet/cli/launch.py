@@ -121,6 +121,7 @@ def _launch(args: argparse.Namespace) -> int:
 def _launch_deferred(args: argparse.Namespace) -> int:
     from munet.agents.singlepath import AgentError
     from munet.cli.agents import _fail
+    from munet.cli.errors import EXIT_AGENTS_FAILED, EXIT_INTERRUPTED, EXIT_TERMINATED
     from munet.cli.options import tracking_settings
     from munet.cluster import agent_specs, launch
     from munet.config import ConfigError
@@ -161,11 +162,13 @@ def _launch_deferred(args: argparse.Namespace) -> int:
     except (ConfigError, AgentError, ValueError, ImportError) as err:
         return _fail(err)
     if result.interrupted:
-        return 130
+        if result.terminated:
+            return EXIT_TERMINATED
+        return EXIT_INTERRUPTED
     if result.failures:
         for agent_id, error in result.failures.items():
             print(f"munet: error: agent {agent_id} failed: {error}", file=sys.stderr)
-        return 1
+        return EXIT_AGENTS_FAILED
     return 0
 
 

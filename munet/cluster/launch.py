@@ -27,7 +27,7 @@ from munet.cluster.ray_setup import import_ray, init_ray
 from munet.cluster.specs import AgentSpec
 from munet.cluster.waits import multipath_waits, release
 from munet.cluster.worker import AgentStopped
-from munet.interrupts import defer_sigint, interruption_point, resume_sigint
+from munet.interrupts import Terminated, defer_sigint, interruption_point, resume_sigint
 from munet.progress import bars_enabled, progress_bar, write_line
 
 # import_ray and init_ray were defined here (now munet.cluster.ray_setup): importing them from
@@ -62,7 +62,8 @@ class LaunchResult:
     Attributes:
         summaries: per finished agent id, its summary (cycles, best path, qualities, ...).
         failures: per failed agent id, the error.
-        interrupted: stopped by Ctrl-C.
+        interrupted: stopped by Ctrl-C (or SIGTERM in ``munet launch``).
+        terminated: the stop was SIGTERM (``munet.interrupts.Terminated``).
         rows: the final leaderboard rows.
         events: every progress event received, in order.
     """
@@ -70,6 +71,7 @@ class LaunchResult:
     summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
     interrupted: bool = False
+    terminated: bool = False
     rows: list[dict[str, Any]] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
 
@@ -273,8 +275,9 @@ def launch(
                 drain()
                 collect(ready)
             drain()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:
             result.interrupted = True
+            result.terminated = isinstance(stop, Terminated)
             echo("interrupted: stopping the agents (their committed states are kept) ...")
             for spec in deferred.values():
                 result.failures[spec.agent_id] = "not started (interrupted)"

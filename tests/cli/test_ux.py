@@ -69,6 +69,15 @@ def test_config_show_prints_the_preset_with_overrides(capsys, tmp_path):
     assert not missing.exists()  # showing a config creates no state dir
 
 
+def test_config_show_keys_prints_only_those(capsys):
+    argv = ["config", "show", "--agent", "VitCpu", "--set", "opt_lr=0.05"]
+    assert main([*argv, "opt_lr", "num_layers", "scorer.scale_factor"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown == {"opt_lr": 0.05, "num_layers": 4, "scorer.scale_factor": 0.99}
+    assert main([*argv, "opt_rl"]) == 2
+    assert "unknown config key 'opt_rl' (did you mean 'opt_lr'?)" in capsys.readouterr().err
+
+
 def test_config_show_reads_the_config_stored_with_the_agent(grown, capsys):
     state = str(grown / "state")
     argv = ["config", "show", "--agent", "VitCpu", "--task", "digits", "-d", state]
