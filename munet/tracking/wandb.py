@@ -55,8 +55,11 @@ class WandbTracker:
         group: str | None = None,
         directory: str | None = None,
         config: dict[str, Any] | None = None,
+        quiet: bool = False,
     ) -> None:
         self._wandb = import_wandb()
+        # quiet: none of W&B's ~30 start/sync/summary lines (as WANDB_SILENT=true).
+        settings = self._wandb.Settings(silent=True, quiet=True) if quiet else None
         if directory is not None:
             os.makedirs(directory, exist_ok=True)
         self.run = self._wandb.init(
@@ -68,6 +71,7 @@ class WandbTracker:
             config=config or {},
             resume="allow",
             reinit="create_new",  # several agents in one process (the demo, the Python API)
+            settings=settings,
         )
         self._defined: set[str] = set()
         self._rows: dict[str, list[list[Any]]] = {}
