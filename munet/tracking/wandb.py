@@ -6,7 +6,8 @@ a rerun of the agent resumes its run online. ``WANDB_MODE=offline`` writes the r
 ``LOG_DIR/<agent id>/wandb/`` (with ``--log-dir``; else W&B's default ``./wandb`` or
 ``WANDB_DIR``) for a later ``wandb sync``.
 
-The keys are the TensorBoard tags (munet.tracking.tensorboard), each curve on its own x axis
+The keys are the TensorBoard tags (munet.tracking.tensorboard; a path's curves, a TensorBoard
+sub-run each, are keyed by the path here), each curve on its own x axis
 (`define_metric`): ``TASK/path_ID/train_loss`` and ``.../val_quality`` over
 ``TASK/path_ID/step``; ``TASK/generation/best_quality|best_score|num_improved`` over
 ``TASK/generation_index``; ``TASK/cycle/best_quality|best_score|test_quality`` over
