@@ -219,6 +219,14 @@ class Agent(PathTraining, RunLoop):
     def _root_task_message(self, task_name: str) -> str:
         return f"{task_name!r} is a root model, not a task: create it with `munet root`"
 
+    def __repr__(self) -> str:
+        devices = ", ".join(str(device) for device in self.devices)
+        return (
+            f"{type(self).__name__}(agent_id={self.agent_id!r}, task={self.task_name!r}, "
+            f"preset={self.config.name!r}, state_dir={str(self.store.root)!r}, "
+            f"devices=[{devices}], generations_per_cycle={self.num_generations})"
+        )
+
     # Population -----------------------------------------------------------------------------
     def _scorer(self) -> ScorerDecay:
         scorer = self.config.scorer

@@ -42,6 +42,24 @@ def _add_config(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="override a config value (repeatable), e.g. --set opt_lr=0.05 --set batch_size=64",
     )
+    parser.add_argument(
+        "--seed",
+        dest="overrides",
+        action=_SeedOverride,
+        type=int,
+        default=argparse.SUPPRESS,
+        metavar="N",
+        help="seed of every random decision, data order and init (the same as --set seed=N; "
+        "default: the preset's, 0)",
+    )
+
+
+class _SeedOverride(argparse.Action):
+    """``--seed N``: the override ``seed=N``, in its place among the ``--set`` ones."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        overrides = list(getattr(namespace, self.dest, None) or [])
+        setattr(namespace, self.dest, [*overrides, f"seed={values}"])
 
 
 def _add_verbosity(parser: argparse.ArgumentParser) -> None:

@@ -105,3 +105,19 @@ def test_munet_run_output_levels(state_dir, capsys):
     assert len(lines) == 2 and "cycle 3/3 done" in lines[0], lines
     assert lines[1].startswith("VitCpu~digits: 3 cycles; best path")
     assert captured.err == ""
+
+
+def test_an_agent_has_a_readable_repr(tiny_config, state_dir):
+    agent = SinglepathAgent(tiny_config, "digits", state_dir, progress=False)
+    assert repr(agent) == (
+        f"SinglepathAgent(agent_id='VitCpu~digits', task='digits', preset='VitCpu', "
+        f"state_dir={str(agent.store.root)!r}, devices=[cpu], generations_per_cycle=2)"
+    )
+
+
+def test_a_multipath_agent_has_a_readable_repr(mp_config, state):
+    from tests.agents.multipath_helpers import agent_for
+
+    text = repr(agent_for(mp_config, state))
+    assert text.startswith("MultipathAgent(agent_id='MultiVitCpu~digits', task='digits', ")
+    assert "preset='MultiVitCpu'" in text and "devices=[cpu]" in text
