@@ -16,6 +16,7 @@ import importlib
 import os
 import sys
 import warnings
+from typing import NoReturn
 
 from munet import __version__
 from munet.cli.errors import report_failure
@@ -44,8 +45,17 @@ COMMAND_MODULES = (
 DEBUG_FLAG = "--debug"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with munet's one error prefix: a usage error is ``munet: error: ...`` (after
+    the command's usage line), as every other error, instead of ``munet run: error: ...``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"munet: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="munet",
         description="Evolve modular multitask ML systems of shared ViT components.",
     )

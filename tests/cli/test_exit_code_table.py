@@ -20,3 +20,16 @@ def test_the_readme_table_lists_exactly_munets_exit_codes():
     assert errors.EXIT_BUG == 1
     assert len({errors.EXIT_QUALITY_MISMATCH, errors.EXIT_AGENTS_FAILED, 1}) == 3
     assert errors.EXIT_TERMINATED == 143 and errors.EXIT_INTERRUPTED == 130
+
+
+def test_every_error_has_one_prefix(capsys):
+    import pytest
+
+    from munet.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "--agent", "VitCpu"])  # a usage error, from argparse
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].startswith("munet: error: ")
+    assert main(["config", "show", "--agent", "VitT4"]) == 2  # a bad value, from munet
+    assert capsys.readouterr().err.startswith("munet: error: ")
