@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from munet.cluster.agent_task import StopFlag, task_body
-from munet.cluster.events import Event, format_event
+from munet.cluster.events import Event, event_line, format_event
 from munet.cluster.ray_setup import import_ray, init_ray
 from munet.cluster.specs import AgentSpec
 from munet.cluster.waits import multipath_waits, release
@@ -234,8 +234,9 @@ def launch(
                     elif event.get("kind") in ("generation", "cycle"):
                         left[agent_id] = max(0, left.get(agent_id, 0) - 1)
                         bar.update(1)
-                    if not (detail == "cycle" and event.get("kind") == "generation"):
-                        echo(format_event(event))
+                    line = event_line(event, detail)
+                    if line is not None:
+                        echo(line)
                     if event.get("kind") == "cycle":
                         release_waiting(event["agent_id"], finished_cycle=True)
                     if on_event is not None:

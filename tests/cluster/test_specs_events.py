@@ -89,6 +89,16 @@ def test_progress_lines():
     assert format_event(cycle).startswith(
         "[VitCpu~digits] cycle 2 done: best VitCpu~digits:3 quality 0.5000 test quality -"
     )
+    # launch -q (detail "cycle"): no generation lines; the cycle's and the others' stay.
+    from munet.cluster.events import event_line
+
+    assert event_line(generation) == format_event(generation)
+    assert event_line(generation, "cycle") is None
+    assert event_line(cycle, "cycle") == format_event(cycle)
+    started = {**common, "kind": "start", "state": None}
+    assert event_line(started, "cycle") == format_event(started)
+    with pytest.raises(SystemExit):  # -q and -v exclude each other
+        main(["launch", "--agent", "VitCpu", "--tasks", "t", "--cycles", "1", "-q", "-v"])
 
 
 def test_worker_body_runs_an_agent_and_reports_every_commit(tmp_path, tiny_config,
