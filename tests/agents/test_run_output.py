@@ -121,3 +121,12 @@ def test_a_multipath_agent_has_a_readable_repr(mp_config, state):
     text = repr(agent_for(mp_config, state))
     assert text.startswith("MultipathAgent(agent_id='MultiVitCpu~digits', task='digits', ")
     assert "preset='MultiVitCpu'" in text and "devices=[cpu]" in text
+
+
+def test_every_detail_level_says_which_lines_it_shows():
+    from munet.agents.options import DETAIL_LEVELS
+    from munet.agents.run_loop import LINES_SHOWN
+
+    assert set(LINES_SHOWN) == set(DETAIL_LEVELS)
+    assert LINES_SHOWN["generation"] >= {"start", "generation", "cycle"}
+    assert LINES_SHOWN["cycle"] == {"cycle"}
