@@ -220,7 +220,7 @@ class SearchRun:
         if self.max_trials is not None and len(self.results) >= self.max_trials:
             return f"{len(self.results)} trials (max_trials {self.max_trials})"
         if self.time_budget is not None and self.simulated_seconds > self.time_budget:
-            return f"{self.simulated_seconds:.6g} training seconds > budget {self.time_budget:.6g}"
+            return f"{self.simulated_seconds:.1f} training seconds > budget {self.time_budget:g}"
         return None
 
     def _report(self) -> SearchReport:
