@@ -1,23 +1,35 @@
-# The two user-facing commands: `make demo` and `make test`. Both set up a virtualenv first.
+# The two user-facing commands: `make demo` and `make test`. Both set up a virtualenv first:
+# `make demo` installs only what the demo needs (munet and its core dependencies, torch from
+# constraints.txt); `make test` adds the extras the test suite exercises.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 # Fast suite by default; CI passes TEST_ARGS= to also run the tests marked slow.
 TEST_ARGS ?= -m "not slow"
+# Everything the test suite exercises: Ray, S3 (moto), Hugging Face, TensorBoard, W&B, and
+# bench-jax (jax, flax, optax: ~20 s to install) for the seed's JAX step in benchmarks/.
+TEST_EXTRAS ?= dev,hf,ray,s3,bench-jax,tensorboard,wandb
 
-.PHONY: setup demo test lint bench clean browser
+.PHONY: setup setup-demo demo test lint bench clean browser
 
-$(BIN)/munet: pyproject.toml constraints.txt
+# The demo's install: the core package only (no Ray, JAX, S3, W&B, TensorBoard, transformers).
+$(VENV)/.munet-core: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# torch is pinned through the constraints file (a CPU wheel); the package accepts a range.
-	# bench-jax (jax, flax, optax: ~20 s to install) runs the seed's JAX step in benchmarks/.
-	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev,hf,ray,s3,bench-jax,tensorboard,wandb]"
-	touch $(BIN)/munet
+	$(BIN)/pip install --quiet -c constraints.txt -e .
+	touch $@
 
-setup: $(BIN)/munet
+# The test suite's: the core, then every extra it exercises.
+$(VENV)/.munet-test: $(VENV)/.munet-core
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[$(TEST_EXTRAS)]"
+	touch $@
 
-demo: setup
+setup-demo: $(VENV)/.munet-core
+
+setup: $(VENV)/.munet-test
+
+demo: setup-demo
 	$(BIN)/munet demo
 
 # The slow suite opens the HTML report in headless Chromium: install it when it is missing and

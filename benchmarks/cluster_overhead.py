@@ -47,7 +47,7 @@ TASK = "synth/shape"
 
 def _fresh_state(base: str, name: str) -> str:
     state = os.path.join(base, name)
-    create_root_model(apply_overrides(get_preset("VitCpu"), OVERRIDES), state)
+    create_root_model(apply_overrides(get_preset("VitCpu"), OVERRIDES), state, "random_init")
     return state
 
 

@@ -29,7 +29,7 @@ def main() -> None:
     args = parser.parse_args()
     config = apply_overrides(get_preset("VitCpu"), args.overrides)
     with tempfile.TemporaryDirectory() as state_dir:
-        create_root_model(config, state_dir)
+        create_root_model(config, state_dir, "random_init")
         agent = SinglepathAgent(config, args.task, state_dir, progress=False, echo=lambda _: None)
         start = time.perf_counter()
         report = agent.run(args.cycles)

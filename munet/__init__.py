@@ -6,7 +6,7 @@ One import path for users::
 
     store = munet.SystemStore("state/mine")
     config = munet.get_preset("VitCpu")
-    munet.create_root_model(config, store)
+    munet.create_root_model(config, store)  # VitCpu's built-in pretrained root, as `munet root`
     munet.SinglepathAgent(config, "digits", store).run(num_cycles=2)
 
 Everything else is importable from its subpackage (`munet.models`, `munet.tasks`,
@@ -29,7 +29,9 @@ _EXPORTS: dict[str, str] = {
     "SinglepathAgent": "munet.agents",
     "MultipathAgent": "munet.agents",
     "make_agent": "munet.agents",
+    "RunOptions": "munet.agents",
     "create_root_model": "munet.agents",
+    "default_root_kind": "munet.agents",
     "run_demo": "munet.agents",
     "leaderboard_rows": "munet.agents",
     # the system state

@@ -13,6 +13,7 @@ KeyboardInterrupt when the block ends, after the import or `ray.init` completed.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -107,3 +108,41 @@ def listen_to_cancel() -> None:
         return
     if not callable(signal.getsignal(signal.SIGINT)):
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C's KeyboardInterrupt so every cleanup that Ctrl-C runs
+    (a state being written removed, locks released, Ray tasks cancelled) runs for it too;
+    the command exits 143 (128 + SIGTERM) instead of 130."""
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM in this process raises :class:`Terminated` in the main
+    thread (instead of killing the process on the spot, leaving a ``.tmp-state*`` folder
+    behind). A no-op outside the main thread and where SIGTERM already has a handler.
+
+    A child process forked inside the block (a demo worker) keeps the default: the handler
+    kills it as SIGTERM would, since its parent, not it, owns the cleanup.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous not in (signal.SIG_DFL, None):
+        yield
+        return
+    owner = os.getpid()
+
+    def terminate(signum: int, frame: object) -> None:
+        if os.getpid() != owner:  # a forked child: die as SIGTERM would
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise Terminated
+
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -46,7 +46,7 @@ def test_state_dir_files_follow_the_umask(tmp_path, umask_027):
     from munet.config import apply_overrides, get_preset
 
     config = apply_overrides(get_preset("VitCpu"), ["num_layers=1", "ds_image_size=8"])
-    munet.create_root_model(config, munet.SystemStore(str(tmp_path / "state")))
+    munet.create_root_model(config, munet.SystemStore(str(tmp_path / "state")), "random_init")
     files = [p for p in (tmp_path / "state").rglob("*") if p.is_file() and p.name != ".lock"]
     shards = [p for p in files if p.suffix == ".safetensors"]
     assert shards and len(files) > len(shards)

@@ -2,13 +2,15 @@
 
 Public API:
 
-- `SinglepathAgent(config, task_name, store, *, devices=None, progress=None, echo=None,
-  detail="generation", quiet=False)`: `.run(num_cycles) -> RunReport` (resumes from the
-  committed state; rerun with more cycles to continue; prints a line per generation and per
-  cycle, with an overall bar in a terminal or notebook; `RunReport.summary()`);
+- `SinglepathAgent(config, task_name, store, *, options=None, devices=None, progress=None,
+  echo=None, detail="generation", quiet=False, tracker=None, skip_bad_files=False)`:
+  `.run(num_cycles) -> RunReport` (resumes from the committed state; rerun with more cycles
+  to continue; prints a start-of-run block, then a line per generation and per cycle, with an
+  overall bar in a terminal or notebook; `RunReport.summary()`);
   `.sample_path`, `.train_paths`, `.run_test_eval` for finer control.
 - `MultipathAgent(...)`: the same for multipath presets (`MultiVit*`): combines whole paths of
   the singlepath agents of its class; `make_agent(config, task, store, ...)` picks the kind.
+- `RunOptions`: how an agent runs (the keyword options above, as one frozen object).
 - `Agent`: the cycle both kinds share (munet.agents.cycle).
 - `create_root_model(config, store, kind="random_init" | "checkpoint" | "pretrained") -> Path`;
   `default_root_kind(config)`: "pretrained" where the preset ships a built-in root.
@@ -36,6 +38,7 @@ from munet.agents.mutation import (
     incremental_mutation,
     mutate_hparams,
 )
+from munet.agents.options import RunOptions
 from munet.agents.reuse import ComponentChoice, choose_component
 from munet.agents.root import ROOT_KINDS, create_root_model, default_root_kind, root_agent_id
 from munet.agents.runner import leaderboard_rows, make_agent, resolve_config
@@ -63,6 +66,7 @@ __all__ = [
     "MutationDecision",
     "MutationPolicy",
     "ParentChoice",
+    "RunOptions",
     "RunReport",
     "SinglepathAgent",
     "choose_component",

@@ -40,8 +40,10 @@ import torch
 
 from munet.agents.devices import local_devices
 from munet.agents.mutation import MutationDecision, MutationPolicy, mutate_hparams
+from munet.agents.options import RunOptions, takes_run_options
 from munet.agents.path_training import PathTraining, Tensors
 from munet.agents.reports import (
+    DECISIONS_LOGGER,
     AgentError,
     GenerationReport,
     ImmutabilityError,
@@ -52,14 +54,15 @@ from munet.agents.reports import (
     generation_summary,
     log_level,
 )
-from munet.agents.run_loop import LINES_SHOWN, RunLoop
+from munet.agents.run_loop import RunLoop
 from munet.agents.tracked import track_generation
 from munet.config import DATASET_HPARAMS_PREFIX, AgentConfig
 from munet.system import Path, Population, ScorerDecay, SystemStore, format_agent_id
 from munet.system.component import AnyComponent
-from munet.tracking import Tracker, TrackingSettings
+from munet.tracking import Tracker
 
-log = logging.getLogger("munet.agents")
+# Mutation, selection and reuse decisions: shown by `munet run -v` (munet.cli.agents).
+log = logging.getLogger(DECISIONS_LOGGER)
 
 ROOT_TASK_PREFIX = "root_model/"
 
@@ -106,19 +109,10 @@ class Agent(PathTraining, RunLoop):
             class in the agent id.
         task_name: the task (``digits``, ``synth/shape``, a TFDS name, ...).
         store: the system state (a ``SystemStore`` or a state dir).
-        devices: devices to train on (default: every local GPU, else the CPU).
-        progress: show progress bars (an overall one per run, with cycles, generations and
-            ETA, and one per generation's training); None: in a terminal or a notebook.
-        echo: where the run's lines go (default: ``print``).
-        detail: which lines: ``"generation"`` (one per generation and per cycle),
-            ``"full"`` (every sampled path's parent, quality, score and verdict, and the
-            generation's times; the ``munet run`` output) or ``"cycle"`` (one per cycle).
-        quiet: no lines and (unless ``progress=True``) no bars; warnings still show.
-        tracker: where learning curves, generations and cycles are logged: a
-            ``munet.tracking.TrackingSettings`` (each ``run`` opens and closes its trackers)
-            or a ``munet.tracking.Tracker`` the caller owns; None logs nothing.
-        skip_bad_files: the task's ``folder:`` data leaves out image files that cannot be read
-            (with a warning) instead of being refused.
+        options: how it runs (devices, lines, bars, tracker, ...): a
+            :class:`munet.agents.options.RunOptions`.
+        **option_values: the same options as keywords (``quiet=True``, ``detail="full"``,
+            ...), applied over ``options``.
 
     The task's data is read and checked here, before anything is written.
 
@@ -128,25 +122,20 @@ class Agent(PathTraining, RunLoop):
             (every unreadable file named, NaN pixels, labels out of range).
     """
 
+    @takes_run_options
     def __init__(
         self,
         config: AgentConfig,
         task_name: str,
         store: SystemStore | str,
         *,
-        devices: Sequence[torch.device] | None = None,
-        progress: bool | None = None,
-        echo: Callable[[str], None] | None = None,
-        detail: str = "generation",
-        quiet: bool = False,
-        tracker: Tracker | TrackingSettings | None = None,
-        skip_bad_files: bool = False,
+        options: RunOptions | None = None,
+        **option_values: Any,
     ) -> None:
         from munet.tasks import get_task
 
-        if detail not in LINES_SHOWN:
-            raise ValueError(f"detail {detail!r}: expected one of {', '.join(LINES_SHOWN)}")
-
+        options = RunOptions.of(options, **option_values)
+        self.options = options
         self.config = config.validate()
         if task_name.startswith(ROOT_TASK_PREFIX):
             raise AgentError(self._root_task_message(task_name))
@@ -163,15 +152,18 @@ class Agent(PathTraining, RunLoop):
             seed=config.seed,
             data=config.data or None,  # a named task's source (munet run --data)
             split_rule=config.data_split or None,
-            skip_bad_files=skip_bad_files,
+            skip_bad_files=options.skip_bad_files,
         )
-        self.devices = list(devices) if devices else local_devices(config.max_devices)
-        self.progress = False if quiet and progress is None else progress
-        self.echo = echo or print
-        self.detail = detail
+        self.devices = (
+            list(options.devices) if options.devices else local_devices(config.max_devices)
+        )
+        quiet = options.quiet
+        self.progress = False if quiet and options.progress is None else options.progress
+        self.echo = options.echo or print
+        self.detail = options.detail
         self.quiet = quiet
         self.policy = MutationPolicy.from_config(config)
-        self.tracking = tracker
+        self.tracking = options.tracker
         self._tracker: Tracker | None = None  # open during run()
 
     # The policy: what an agent kind defines ---------------------------------------------------
@@ -226,6 +218,14 @@ class Agent(PathTraining, RunLoop):
 
     def _root_task_message(self, task_name: str) -> str:
         return f"{task_name!r} is a root model, not a task: create it with `munet root`"
+
+    def __repr__(self) -> str:
+        devices = ", ".join(str(device) for device in self.devices)
+        return (
+            f"{type(self).__name__}(agent_id={self.agent_id!r}, task={self.task_name!r}, "
+            f"preset={self.config.name!r}, state_dir={str(self.store.root)!r}, "
+            f"devices=[{devices}], generations_per_cycle={self.num_generations})"
+        )
 
     # Population -----------------------------------------------------------------------------
     def _scorer(self) -> ScorerDecay:

@@ -147,6 +147,7 @@ def run_demo(
     multipath_cycles: int = DEMO_MULTIPATH_CYCLES,
     tracking: TrackingSettings | None = None,
     root_kind: str | None = None,
+    detail: str = "generation",
 ) -> DemoResult:
     """Runs (or resumes) the demo and prints its summary through ``echo``.
 
@@ -166,6 +167,8 @@ def run_demo(
         root_kind: the root model (``pretrained``, ``random_init``); None: the root the
             state dir already has, else the preset's default (``default_root_kind``). ``checkpoint``
             takes a ``checkpoint_path=FILE`` override (munet.agents.root).
+        detail: the agents' lines with one worker (``munet.agents.options.RunOptions``):
+            ``generation`` (one per generation), ``full`` (every sampled path) or ``cycle``.
 
     Raises:
         munet.config.ConfigError / ValueError: bad override, task or count (cycles < 1,
@@ -192,7 +195,7 @@ def run_demo(
             store,
             progress=progress,
             echo=echo,
-            detail="full",
+            detail=detail,
             tracker=tracking,
         )
         for task in tasks
@@ -220,6 +223,7 @@ def run_demo(
         progress,
         echo,
         tracking,
+        detail,
     )
     rows = leaderboard_rows(store, [DEMO_AGENT, DEMO_MULTIPATH_AGENT])
     seconds = time.perf_counter() - start
@@ -321,6 +325,7 @@ def _multipath_stage(
     progress: bool | None,
     echo: Callable[[str], None],
     tracking: TrackingSettings | None = None,
+    detail: str = "generation",
 ) -> dict[str, dict[str, Any]]:
     """Multipath agents on the weakest tasks; their test quality against singlepath's."""
     if num_tasks <= 0 or cycles <= 0 or len(reports) < 2:
@@ -330,7 +335,7 @@ def _multipath_stage(
     configs = {t: resolve_config(DEMO_MULTIPATH_AGENT, extra, store, t) for t in tasks}
     agents = {
         t: make_agent(
-            configs[t], t, store, progress=progress, echo=echo, detail="full", tracker=tracking
+            configs[t], t, store, progress=progress, echo=echo, detail=detail, tracker=tracking
         )
         for t in tasks
     }

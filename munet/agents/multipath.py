@@ -37,15 +37,16 @@ from __future__ import annotations
 import copy
 import logging
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from munet.agents.cycle import Agent, BuiltModel, device_tensors
 from munet.agents.mutation import mutate_hparams
+from munet.agents.options import RunOptions, takes_run_options
 from munet.agents.path_cache import PathOutputCache, augmentation_active
-from munet.agents.reports import AgentError, log_level
+from munet.agents.reports import DECISIONS_LOGGER, AgentError, log_level
 from munet.agents.reuse import component_shapes_of
 from munet.agents.selection import decay_selection
 from munet.agents.singlepath import assemble_vit, model_arch
@@ -67,9 +68,9 @@ from munet.models.multipath import (
 )
 from munet.system import Component, Path, Population, SystemStore, format_agent_id
 from munet.system.component import PathComponent
-from munet.tracking import Tracker, TrackingSettings
 
-log = logging.getLogger("munet.agents")
+# Mutation, selection and reuse decisions: shown by `munet run -v` (munet.cli.agents).
+log = logging.getLogger(DECISIONS_LOGGER)
 
 def subpath_refs(path: Path) -> dict[str, str]:
     """{slot: full id of the subpath} of a multipath path (empty for a singlepath one)."""
@@ -99,32 +100,17 @@ class MultipathAgent(SubpathChoice, Agent):
         AgentError: a root-model task (root models belong to the singlepath class).
     """
 
+    @takes_run_options
     def __init__(
         self,
         config: AgentConfig,
         task_name: str,
         store: SystemStore | str,
         *,
-        devices: Sequence[torch.device] | None = None,
-        progress: bool | None = None,
-        echo: Callable[[str], None] | None = None,
-        detail: str = "generation",
-        quiet: bool = False,
-        tracker: Tracker | TrackingSettings | None = None,
-        skip_bad_files: bool = False,
+        options: RunOptions | None = None,
+        **option_values: Any,
     ) -> None:
-        super().__init__(
-            config,
-            task_name,
-            store,
-            devices=devices,
-            progress=progress,
-            echo=echo,
-            detail=detail,
-            quiet=quiet,
-            tracker=tracker,
-            skip_bad_files=skip_bad_files,
-        )
+        super().__init__(config, task_name, store, options=options, **option_values)
         # Frozen subpaths' outputs, reused across the steps and generations of this agent.
         self.path_outputs = PathOutputCache(self.config.path_output_cache_mb * 2**20)
 

@@ -11,6 +11,11 @@ from typing import Any
 from munet.system import Path, PathComponent
 from munet.training.loop import TrainStats
 
+#: The logger of every mutation, selection and reuse decision (INFO: what changed, DEBUG: the
+#: rest); the command line shows it with -v only, so a run's default output stays one line
+#: per generation.
+DECISIONS_LOGGER = "munet.agents.decisions"
+
 
 class AgentError(ValueError):
     """An agent cannot run as asked (no root model, bad task, ...)."""
@@ -256,3 +261,47 @@ def generation_summary(
         f"train {stats.train:.2f}s  eval {stats.eval:.2f}s  total {report.wall:.2f}s"
     )
     return lines
+
+
+def class_list(class_names: tuple[str, ...] | list[str] | None, num_classes: int) -> str:
+    """``10 classes: 0, 1, 2, ..., 9``: the first names, then the last, for a long list."""
+    names = [str(n) for n in class_names] if class_names else [str(i) for i in range(num_classes)]
+    shown = names if len(names) <= 8 else [*names[:6], "...", names[-1]]
+    return f"{num_classes} classes: {', '.join(shown)}"
+
+
+def start_block(
+    agent_id: str,
+    task: Any,
+    source: str,
+    roots: list[str],
+    preset: str,
+    model: str,
+    generations_per_cycle: int,
+    devices: str,
+) -> list[str]:
+    """The lines that open a run: what it trains on, from what, with what.
+
+    Args:
+        agent_id: the agent.
+        task: its :class:`munet.tasks.Task` (name, classes, split sizes).
+        source: where the task's data comes from (``embedded``, ``folder:...``).
+        roots: the root models the agent's class grows from (agent ids).
+        preset: the agent's preset name; ``model`` its ViT size.
+        generations_per_cycle: generations a cycle runs; ``devices`` what they train on.
+
+    Returns:
+        Three lines, the first prefixed by the agent id and the others indented.
+    """
+    sizing = task.sizing
+    validation = f"validation {sizing.num_validation_examples_total:,}"
+    if task.num_validation_examples < sizing.num_validation_examples_total:
+        validation += f" ({task.num_validation_examples:,} used per validation)"
+    return [
+        f"{agent_id}: task {task.name} ({source}), "
+        f"{class_list(task.class_names, task.num_classes)}",
+        f"  splits: train {task.num_train_examples:,}, {validation}, "
+        f"test {task.num_test_examples:,}",
+        f"  root: {', '.join(roots) or '(none yet)'}; preset {preset} (model {model}), "
+        f"{generations_per_cycle} generation(s) per cycle on {devices}",
+    ]

@@ -93,7 +93,7 @@ def root_agent_id(config: AgentConfig, kind: str) -> str:
 
 
 def create_root_model(
-    config: AgentConfig, store: SystemStore | str, kind: str = "random_init"
+    config: AgentConfig, store: SystemStore | str, kind: str | None = None
 ) -> Path:
     """Creates and commits the root model of ``config``'s agent class, unless it exists.
 
@@ -101,7 +101,10 @@ def create_root_model(
         config: the agent preset (its ``model``, ``hparams_defaults`` and, for
             ``checkpoint``, ``checkpoint_path``).
         store: the system state (or its dir).
-        kind: ``random_init``, ``checkpoint`` or ``pretrained`` (:func:`default_root_kind`).
+        kind: ``random_init``, ``checkpoint`` or ``pretrained``; None (the default, as
+            ``munet root`` and ``munet demo``): the root the state dir already has, else
+            :func:`default_root_kind` (the preset's built-in pretrained root where it ships
+            one, e.g. VitCpu; ``random_init`` elsewhere).
 
     Returns:
         The root path (the existing one when the root model was already created).
@@ -116,6 +119,8 @@ def create_root_model(
             f"root models belong to the singlepath agent class: create it with "
             f"`munet root --agent {config.singlepath_agent}` ({config.name} combines its paths)"
         )
+    if kind is None:
+        kind = existing_root_kind(config, store) or default_root_kind(config)
     if kind not in ROOT_KINDS:
         raise ValueError(f"unknown root model kind {kind!r}; known: {', '.join(ROOT_KINDS)}")
     if kind == "checkpoint":

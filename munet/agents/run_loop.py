@@ -11,7 +11,7 @@ import math
 import time
 from typing import TYPE_CHECKING
 
-from munet.agents.reports import GenerationReport, RunReport
+from munet.agents.reports import GenerationReport, RunReport, start_block
 from munet.agents.tracked import cycle_point, open_tracker
 from munet.progress import Pace, bars_enabled, progress_bar, write_line
 from munet.training.threads import apply_thread_policy
@@ -84,6 +84,8 @@ class RunLoop:
         if cycle >= num_cycles:
             self._say("cycle", self._nothing_to_do(cycle, num_cycles))
             return RunReport(self.agent_id, cycle, reports, population.get_best_path())
+        for line in self._start_block():
+            self._say("start", line)
         per_cycle = self.num_generations
         done = cycle * per_cycle + generation
         self._pace = Pace(num_cycles * per_cycle - done)
@@ -123,6 +125,26 @@ class RunLoop:
         finally:
             self._bar.close()
         return RunReport(self.agent_id, cycle, reports, best)
+
+    def _start_block(self) -> list[str]:
+        from munet.agents.task_data import task_source_label
+
+        roots = [
+            agent_id
+            for agent_id in self.store.agent_ids(self.agent_classes_to_load())
+            if "~root_model~" in agent_id
+        ]
+        devices = sorted({str(device) for device in self.devices})
+        return start_block(
+            self.agent_id,
+            self.task,
+            task_source_label(self.task_name, self.config.data),
+            roots,
+            self.config.name,
+            self.config.model,
+            self.num_generations,
+            f"{len(self.devices)} x {', '.join(devices)}" if len(self.devices) > 1 else devices[0],
+        )
 
     def _nothing_to_do(self, cycle: int, num_cycles: int) -> str:
         return (

@@ -4,18 +4,16 @@ read the leaderboard of a state dir."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
+from munet.agents.options import RunOptions, takes_run_options
 from munet.agents.task_data import task_source_label
 from munet.config import AgentConfig, ConfigError, apply_overrides, get_preset
 from munet.system import SystemStore, format_agent_id
 
 if TYPE_CHECKING:
-    import torch
-
     from munet.agents.cycle import Agent
-    from munet.tracking import Tracker, TrackingSettings
 
 log = logging.getLogger("munet.agents")
 
@@ -49,38 +47,23 @@ def resolve_config(
     return apply_overrides(config, overrides)
 
 
+@takes_run_options
 def make_agent(
     config: AgentConfig,
     task_name: str,
     store: SystemStore | str,
     *,
-    devices: Sequence[torch.device] | None = None,
-    progress: bool | None = None,
-    echo: Callable[[str], None] | None = None,
-    detail: str = "generation",
-    quiet: bool = False,
-    tracker: Tracker | TrackingSettings | None = None,
-    skip_bad_files: bool = False,
+    options: RunOptions | None = None,
+    **option_values: Any,
 ) -> Agent:
     """The agent of ``config``'s kind: a :class:`MultipathAgent` for a multipath preset
-    (``MultiVit*``), else a :class:`SinglepathAgent`; the other arguments are its
-    constructor's (see :class:`munet.agents.cycle.Agent`)."""
+    (``MultiVit*``), else a :class:`SinglepathAgent`; ``options`` and the keyword options are
+    its constructor's (see :class:`munet.agents.options.RunOptions`)."""
     if config.is_multipath:
         from munet.agents.multipath import MultipathAgent as agent_class
     else:
         from munet.agents.singlepath import SinglepathAgent as agent_class
-    return agent_class(
-        config,
-        task_name,
-        store,
-        devices=devices,
-        progress=progress,
-        echo=echo,
-        detail=detail,
-        quiet=quiet,
-        tracker=tracker,
-        skip_bad_files=skip_bad_files,
-    )
+    return agent_class(config, task_name, store, options=options, **option_values)
 
 
 def leaderboard_rows(store: SystemStore, agent_classes: Iterable[str] | None = None) -> list[dict]:

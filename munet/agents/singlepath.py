@@ -24,7 +24,9 @@ from munet.agents.cycle import (
     stable_seed,
 )
 from munet.agents.mutation import MutationDecision, do_mutate, mutate_hparams
+from munet.agents.options import RunOptions, takes_run_options
 from munet.agents.reports import (  # noqa: F401  (re-exported: the public home of the errors)
+    DECISIONS_LOGGER,
     AgentError,
     GenerationReport,
     ImmutabilityError,
@@ -45,9 +47,9 @@ from munet.models import (
     resize_posembed,
 )
 from munet.system import Component, Path, Population, SystemStore
-from munet.tracking import Tracker, TrackingSettings
 
-log = logging.getLogger("munet.agents")
+# Mutation, selection and reuse decisions: shown by `munet run -v` (munet.cli.agents).
+log = logging.getLogger(DECISIONS_LOGGER)
 
 
 def model_arch(config: AgentConfig, hparams: dict[str, Any]) -> VitArch:
@@ -97,32 +99,17 @@ class SinglepathAgent(Agent):
     """Evolves ViT paths for one task from the system's components (the seed's ``Vit``
     agent family). See :class:`munet.agents.cycle.Agent` for the arguments and the cycle."""
 
+    @takes_run_options
     def __init__(
         self,
         config: AgentConfig,
         task_name: str,
         store: SystemStore | str,
         *,
-        devices: Sequence[torch.device] | None = None,
-        progress: bool | None = None,
-        echo: Callable[[str], None] | None = None,
-        detail: str = "generation",
-        quiet: bool = False,
-        tracker: Tracker | TrackingSettings | None = None,
-        skip_bad_files: bool = False,
+        options: RunOptions | None = None,
+        **option_values: Any,
     ) -> None:
-        super().__init__(
-            config,
-            task_name,
-            store,
-            devices=devices,
-            progress=progress,
-            echo=echo,
-            detail=detail,
-            quiet=quiet,
-            tracker=tracker,
-            skip_bad_files=skip_bad_files,
-        )
+        super().__init__(config, task_name, store, options=options, **option_values)
         self._posembed_cache: dict[tuple[str, int], dict[str, torch.Tensor]] = {}
 
     # The policy -----------------------------------------------------------------------------

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import warnings
+from typing import NoReturn
 
 from munet import __version__
 from munet.cli.errors import report_failure
@@ -44,8 +46,17 @@ COMMAND_MODULES = (
 DEBUG_FLAG = "--debug"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with munet's one error prefix: a usage error is ``munet: error: ...`` (after
+    the command's usage line), as every other error, instead of ``munet run: error: ...``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"munet: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="munet",
         description="Evolve modular multitask ML systems of shared ViT components.",
     )
@@ -75,11 +86,20 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 2
+    from munet.interrupts import sigterm_as_interrupt
+
     previous_showwarning = warnings.showwarning
     if not debug:
         warnings.showwarning = _one_line_warnings
     try:
-        code = args.func(args)
+        # SIGTERM (a scheduler's stop, `kill`) is taken like Ctrl-C: cleanup, then exit 143.
+        with sigterm_as_interrupt():
+            code = args.func(args)
+            sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+    except BrokenPipeError as err:
+        if err.filename is None:
+            return _stdout_closed()
+        return report_failure(err, debug, getattr(args, "state_dir", None))
     except (Exception, KeyboardInterrupt) as err:  # noqa: BLE001  (classified, never silent)
         out = getattr(args, "out", None)
         return report_failure(
@@ -88,6 +108,16 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         warnings.showwarning = previous_showwarning
     return int(code or 0)
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout went away (``munet predict ... | head -2``): what it wanted it
+    got, so exit 0 quietly, as ``cat`` or ``ls`` piped to ``head`` do. The output left is
+    dropped (stdout points at /dev/null, so Python's exit-time flush cannot fail again)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 0
 
 
 if __name__ == "__main__":

@@ -42,11 +42,35 @@ def _add_config(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="override a config value (repeatable), e.g. --set opt_lr=0.05 --set batch_size=64",
     )
+    parser.add_argument(
+        "--seed",
+        dest="overrides",
+        action=_SeedOverride,
+        type=int,
+        default=argparse.SUPPRESS,
+        metavar="N",
+        help="seed of every random decision, data order and init (the same as --set seed=N; "
+        "default: the preset's, 0)",
+    )
+
+
+class _SeedOverride(argparse.Action):
+    """``--seed N``: the override ``seed=N``, in its place among the ``--set`` ones."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        overrides = list(getattr(namespace, self.dest, None) or [])
+        setattr(namespace, self.dest, [*overrides, f"seed={values}"])
 
 
 def _add_verbosity(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("-v", "--verbose", action="store_true", help="log every decision")
+    group.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also every sampled path (parent, quality, score, verdict) and every mutation, "
+        "selection and reuse decision",
+    )
     group.add_argument(
         "-q", "--quiet", action="store_true", help="one line per cycle, warnings and results"
     )
@@ -58,9 +82,20 @@ def _add_verbosity(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def detail_of(args: argparse.Namespace) -> str:
+    """The agents' lines for -q / (default) / -v (munet.agents.options.RunOptions.detail)."""
+    return "cycle" if args.quiet else "full" if args.verbose else "generation"
+
+
 def _setup_logging(args: argparse.Namespace, default: int = logging.INFO) -> None:
     level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else default
+    from munet.agents.reports import DECISIONS_LOGGER
     from munet.progress import BarSafeHandler
+
+    # The agents' decisions (about ten lines a generation) are -v's only.
+    logging.getLogger(DECISIONS_LOGGER).setLevel(
+        logging.DEBUG if args.verbose else logging.WARNING
+    )
 
     handler = BarSafeHandler(sys.stderr)  # above the progress bars, never inside them
     handler.setFormatter(logging.Formatter("%(message)s"))
@@ -183,7 +218,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _root(args: argparse.Namespace) -> int:
-    from munet.agents.root import create_root_model, default_root_kind
+    from munet.agents.root import create_root_model
     from munet.agents.runner import resolve_config
     from munet.config import ConfigError
 
@@ -192,11 +227,9 @@ def _root(args: argparse.Namespace) -> int:
         config = resolve_config(args.agent, args.overrides)
     except ConfigError as err:
         return _fail(err)
-    kind = args.root
-    if kind is None and not config.is_multipath:
-        kind = default_root_kind(config)
+    # No --root: the root the state dir has, else the preset's default (as the Python API).
     # Store and OS errors (locked, read-only, disk full, ...) are one line each, by main().
-    path = create_root_model(config, args.state_dir, kind or "random_init")
+    path = create_root_model(config, args.state_dir, args.root)
     print(f"root model {path.full_id} ({path.num_params()} params) in {args.state_dir}")
     return 0
 
@@ -221,13 +254,14 @@ def _run(args: argparse.Namespace) -> int:
     config = bind_task_data(
         config, args.task, store, args.data, format_agent_id(args.agent, args.task), split
     )
-    # -q: one line per cycle (with the time left), else every path of every generation.
+    # A start-of-run block, then one line per generation and per cycle; -q: one line per
+    # cycle (with the time left); -v: also every sampled path and every decision.
     agent = make_agent(
         config,
         args.task,
         store,
         progress=args.progress,
-        detail="cycle" if args.quiet else "full",
+        detail=detail_of(args),
         tracker=tracking,
         skip_bad_files=args.skip_bad_files,
     )
@@ -272,5 +306,6 @@ def _demo(args: argparse.Namespace) -> int:
         multipath_tasks=args.multipath_tasks,
         tracking=tracking_settings(args),
         root_kind=args.root,
+        detail=detail_of(args),
     )
     return 0

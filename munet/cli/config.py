@@ -3,6 +3,7 @@
     munet config show --agent VitCpu                          # the preset
     munet config show --agent VitCpu --set batch_size=16      # the preset, overridden
     munet config show --agent VitCpu --task digits -d state   # what `munet run` would use
+    munet config show --agent VitCpu opt_lr num_layers        # only these keys
 
 With a task and a state dir holding that agent, the config stored with its latest state (what a
 rerun continues with), then the overrides; else the preset and the overrides. The JSON goes to
@@ -12,8 +13,10 @@ stdout, where it came from to stderr.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+from typing import Any
 
 from munet.cli.agents import AGENT_HELP, DEFAULT_STATE_DIR, _add_config
 
@@ -37,6 +40,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     show.add_argument("--agent", required=True, help=AGENT_HELP)
+    show.add_argument(
+        "keys",
+        nargs="*",
+        metavar="KEY",
+        help="only these keys, as a JSON object: a field (opt_lr), a dotted path into one "
+        "(scorer.scale_factor) or an hparam default (num_layers, as --set takes it)",
+    )
     show.add_argument(
         "--task", default=None, help="the agent's task (to read its stored config from -d)"
     )
@@ -73,5 +83,36 @@ def _show(args: argparse.Namespace) -> int:
     if args.overrides:
         source += f", then {len(args.overrides)} override(s): {' '.join(args.overrides)}"
     print(f"config of {args.agent}: {source}", file=sys.stderr)
-    print(config.to_json())
+    if not args.keys:
+        print(config.to_json())
+        return 0
+    data = config.to_dict()
+    print(json.dumps({key: config_value(data, key) for key in args.keys}, indent=2))
     return 0
+
+
+def config_value(data: dict[str, Any], key: str) -> Any:
+    """The value of ``key`` in a config's ``to_dict()``: a field, a dotted path into one, or
+    an hparam default by its own name (as ``--set num_layers=2`` takes it).
+
+    Raises:
+        ValueError: no such key (naming close ones).
+    """
+    value: Any = data
+    for part in key.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        else:
+            break
+    else:
+        return value
+    hparams = data.get("hparams_defaults") or {}
+    if key in hparams:
+        return hparams[key]
+    from munet.tasks.registry import did_you_mean
+
+    known = [*data, *hparams]
+    raise ValueError(
+        f"unknown config key {key!r}{did_you_mean(key, known)}; `munet config show --agent "
+        "NAME` lists them all"
+    )

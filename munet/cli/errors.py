@@ -23,7 +23,10 @@ EXIT_UNSAFE_PATH = 6
 EXIT_NO_PERMISSION = 7
 EXIT_DISK_FULL = 8
 EXIT_OS_ERROR = 9
+EXIT_QUALITY_MISMATCH = 10
+EXIT_AGENTS_FAILED = 11
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process SIGTERM killed
 
 EXIT_CODES = {
     "bug": EXIT_BUG,
@@ -35,7 +38,10 @@ EXIT_CODES = {
     "read-only or no permission": EXIT_NO_PERMISSION,
     "disk full": EXIT_DISK_FULL,
     "other OS error": EXIT_OS_ERROR,
+    "test quality mismatch": EXIT_QUALITY_MISMATCH,
+    "launched agents failed": EXIT_AGENTS_FAILED,
     "interrupted": EXIT_INTERRUPTED,
+    "terminated": EXIT_TERMINATED,
 }
 
 
@@ -80,6 +86,12 @@ def _os_error(err: OSError, state_dir: str | None, out: str | None) -> tuple[int
                 "--state-dir or fix its permissions"
             )
         return EXIT_NO_PERMISSION, f"{reason}{where}: choose a writable path or fix its permissions"
+    if out_target:
+        # Somewhere that takes no files (e.g. /proc: "No such file or directory" for a file
+        # beside --out): the user's choice of --out, as for permission denied.
+        return EXIT_NO_PERMISSION, (
+            f"cannot write --out {out}: {err.strerror or err}{where}; choose a writable --out"
+        )
     return EXIT_OS_ERROR, f"{err.strerror or err}{where}"
 
 
@@ -93,6 +105,7 @@ def classify(
         state_dir: the command's state dir (an OS error inside it says so).
         out: the command's `--out` target (an OS error writing it names it).
     """
+    from munet.interrupts import Terminated
     from munet.system.errors import (
         AgentLockedError,
         CorruptStateError,
@@ -103,6 +116,8 @@ def classify(
     )
 
     doctor = f"munet doctor -d {state_dir}" if state_dir else "munet doctor -d STATE_DIR"
+    if isinstance(err, Terminated):
+        return EXIT_TERMINATED, "terminated (SIGTERM); the last committed state is intact"
     if isinstance(err, KeyboardInterrupt):
         return EXIT_INTERRUPTED, "interrupted"
     if isinstance(err, AgentLockedError):

@@ -173,7 +173,7 @@ def _influence(args: argparse.Namespace) -> int:
             replicate_data=args.replicate_data,
         )
     except ValueError as error:  # bad settings: say which, no traceback
-        print(f"error: {error}", file=sys.stderr)
+        print(f"munet: error: {error}", file=sys.stderr)
         return 2
     print(f"true optimum: theta* = {result.true_optimum:+.6f}")
     for run in result.runs:
@@ -217,7 +217,7 @@ def _learning_rate(args: argparse.Namespace) -> int:
             replicate_data=args.replicate_data,
         )
     except ValueError as error:  # bad settings or a mismatched checkpoint: say which
-        print(f"error: {error}", file=sys.stderr)
+        print(f"munet: error: {error}", file=sys.stderr)
         return 2
     print(f"fixed learning rates ({result.episode_length} SGD steps, {args.eval_runs} networks):")
     print("  log10 lr   mean train loss   final val loss   final val acc")

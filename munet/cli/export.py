@@ -99,7 +99,7 @@ def _add_state_dir(parser: argparse.ArgumentParser) -> None:
 
 
 def _fail(command: str, message: object) -> int:
-    print(f"munet {command}: error: {message}", file=sys.stderr)
+    print(f"munet: error: {message}", file=sys.stderr)
     return 2
 
 
@@ -210,7 +210,9 @@ def _test(args: argparse.Namespace) -> int:
                 print(_class_heading(result))
                 print(class_table(result.classes))
     if any(r.status == "MISMATCH" for r in results):
-        return 1
+        from munet.cli.errors import EXIT_QUALITY_MISMATCH
+
+        return EXIT_QUALITY_MISMATCH
     if any(r.status.startswith("error") for r in results):
         return 2
     return 0

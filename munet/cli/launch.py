@@ -98,6 +98,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="an overall bar of every agent's generations, with ETA, on stderr (default: when "
         "stderr is a terminal)",
     )
+    verbosity = parser.add_mutually_exclusive_group()
+    verbosity.add_argument(
+        "-v", "--verbose", action="store_true", help="also this process's debug log"
+    )
+    verbosity.add_argument(
+        "-q", "--quiet", action="store_true", help="one line per cycle (no generation lines)"
+    )
     add_tracking_options(parser)
     parser.set_defaults(func=_launch)
 
@@ -114,6 +121,7 @@ def _launch(args: argparse.Namespace) -> int:
 def _launch_deferred(args: argparse.Namespace) -> int:
     from munet.agents.singlepath import AgentError
     from munet.cli.agents import _fail
+    from munet.cli.errors import EXIT_AGENTS_FAILED, EXIT_INTERRUPTED, EXIT_TERMINATED
     from munet.cli.options import tracking_settings
     from munet.cluster import agent_specs, launch
     from munet.config import ConfigError
@@ -124,7 +132,7 @@ def _launch_deferred(args: argparse.Namespace) -> int:
     handler.setFormatter(logging.Formatter("%(message)s"))
     logger = logging.getLogger("munet")
     logger.handlers[:] = [handler]
-    logger.setLevel(logging.WARNING)
+    logger.setLevel(logging.DEBUG if args.verbose else logging.WARNING)
     logger.propagate = False
     try:
         specs = agent_specs(
@@ -149,22 +157,25 @@ def _launch_deferred(args: argparse.Namespace) -> int:
             env_names=args.env,
             progress=args.progress,
             tracking=tracking_settings(args),
+            detail="cycle" if args.quiet else "generation",
         )
     except (ConfigError, AgentError, ValueError, ImportError) as err:
         return _fail(err)
     if result.interrupted:
-        return 130
+        if result.terminated:
+            return EXIT_TERMINATED
+        return EXIT_INTERRUPTED
     if result.failures:
         for agent_id, error in result.failures.items():
             print(f"munet: error: agent {agent_id} failed: {error}", file=sys.stderr)
-        return 1
+        return EXIT_AGENTS_FAILED
     return 0
 
 
 def _create_roots(specs, args: argparse.Namespace) -> None:
     """A root model of kind ``args.root`` for each singlepath class of the launch (a multipath
     preset's singlepath class included) that has none."""
-    from munet.agents.root import create_root_model, default_root_kind
+    from munet.agents.root import create_root_model
     from munet.agents.runner import resolve_config
 
     group_overrides = {s.agent_class: list(s.overrides) for s in specs}
@@ -178,6 +189,7 @@ def _create_roots(specs, args: argparse.Namespace) -> None:
     for agent_class in classes:
         overrides = [*args.overrides, *group_overrides.get(agent_class, [])]
         config = resolve_config(agent_class, overrides)
-        kind = default_root_kind(config) if args.root == "default" else args.root
+        # "default": the root the state dir has, else the preset's (create_root_model's None).
+        kind = None if args.root == "default" else args.root
         path = create_root_model(config, args.state_dir, kind)
         print(f"root model {path.full_id} in {args.state_dir}")

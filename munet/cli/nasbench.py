@@ -114,7 +114,7 @@ def _enumerate(args: argparse.Namespace) -> int:
     try:
         result = enumerate_unique_graphs(args.max_vertices, args.max_edges, args.num_ops)
     except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"munet: error: {error}", file=sys.stderr)
         return 2
     if args.json:
         print(
@@ -145,7 +145,7 @@ def _generate(args: argparse.Namespace) -> int:
             args.out, args.max_vertices, args.max_edges, args.epochs, args.repeats, args.seed
         )
     except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"munet: error: {error}", file=sys.stderr)
         return 2
     print(f"wrote {count} records to {args.out}")
     return 0
@@ -184,12 +184,15 @@ def _search(args: argparse.Namespace) -> int:
     try:
         names = resolve_strategies(args.strategy)
     except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"munet: error: {error}", file=sys.stderr)
         return 2
     options: dict[str, dict[str, object]] = {}
     for strategy, key, value in args.option:
         if strategy not in names:
-            print(f"error: --option for {strategy!r}, which is not being run", file=sys.stderr)
+            print(
+                f"munet: error: --option for {strategy!r}, which is not being run",
+                file=sys.stderr,
+            )
             return 2
         options.setdefault(strategy, {})[key] = value
     nasbench = _load(args.dataset)
@@ -204,7 +207,7 @@ def _search(args: argparse.Namespace) -> int:
             options=options,
         )
     except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"munet: error: {error}", file=sys.stderr)
         return 2
     print(
         f"{len(nasbench)} cells, budget {args.budget:g} s simulated training, "

@@ -74,6 +74,7 @@ def tracking_settings(args: argparse.Namespace):
         wandb=bool(getattr(args, "wandb", False)),
         wandb_project=getattr(args, "wandb_project", None),
         state_dir=str(getattr(args, "state_dir", "")),
+        quiet=bool(getattr(args, "quiet", False)),
     )
     if not settings.enabled:
         return None

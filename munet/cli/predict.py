@@ -54,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _fail(message: object) -> int:
-    print(f"munet predict: error: {message}", file=sys.stderr)
+    print(f"munet: error: {message}", file=sys.stderr)
     return 2
 
 
@@ -75,7 +75,7 @@ def _predict(args: argparse.Namespace) -> int:
 
     def warn(file: str, message: str) -> None:
         failures.append(file)
-        print(f"munet predict: warning: skipping {file}: {message}", file=sys.stderr)
+        print(f"munet: warning: skipping {file}: {message}", file=sys.stderr)
 
     show_progress = args.progress
     if show_progress is None:

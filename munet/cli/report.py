@@ -120,6 +120,6 @@ def _report(args: argparse.Namespace) -> int:
         class_metrics=_class_metrics(args),
     )
     for problem in view.warnings:
-        print(f"warning: {problem}", file=sys.stderr)
+        print(f"munet: warning: {problem}", file=sys.stderr)
     print(_describe(view, args.out, args.png))
     return 0

@@ -131,12 +131,12 @@ def _search(args: argparse.Namespace) -> int:
     try:
         objective = parse_objective(args.objective, **dict(args.settings))
     except (ValueError, TypeError, FileNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"munet: error: {error}", file=sys.stderr)
         return 2
     try:
         executor = _executor(args)
     except (ImportError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"munet: error: {error}", file=sys.stderr)
         return 2
     with executor, _TrialProgress(args.max_trials) as progress:
         try:
@@ -145,7 +145,7 @@ def _search(args: argparse.Namespace) -> int:
             else:
                 pool, stop_reason, eps = _run_ask_tell(args, objective, executor, progress)
         except ValueError as error:
-            print(f"error: {error}", file=sys.stderr)
+            print(f"munet: error: {error}", file=sys.stderr)
             return 2
     from munet.search.frontier import frontier_indices, write_outputs
 
@@ -242,12 +242,14 @@ def _run_ask_tell(args, objective, executor, progress):
 
 
 def _summary_table(points, objective) -> str:
-    header = f"{'id':>5} {'model':<24} {'error':>8} {'cost':>12} {'train s':>10} {'parent':>6}"
+    unit = getattr(objective, "cost_unit", "")
+    cost = f"cost ({unit})" if unit else "cost"
+    header = f"{'id':>5} {'model':<24} {'error':>8} {cost:>14} {'train s':>10} {'parent':>6}"
     lines = ["frontier (lower convex hull of error vs cost):", header, "-" * len(header)]
     for p in points:
         parent = "-" if p.parent_id is None else str(p.parent_id)
         lines.append(
-            f"{p.id:>5} {objective.describe(p.candidate):<24} {p.error:>8.4f} {p.cost:>12.5g}"
+            f"{p.id:>5} {objective.describe(p.candidate):<24} {p.error:>8.4f} {p.cost:>14.5g}"
             f" {p.train_seconds:>10.2f} {parent:>6}"
         )
     return "\n".join(lines)

@@ -60,8 +60,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     show.set_defaults(func=_show)
 
 
-def _installed(module: str) -> str:
-    return "installed" if importlib.util.find_spec(module) is not None else "not installed"
+def _requirement(package: str, module: str, extra: str) -> str:
+    """``uses 'datasets' (installed)`` or ``needs 'datasets' (not installed: pip install
+    'munet[hf]')``: the install hint only where something is missing."""
+    if importlib.util.find_spec(module) is not None:
+        return f"uses '{package}' (installed)"
+    return f"needs '{package}' (not installed: pip install 'munet[{extra}]')"
 
 
 def _print_entries(entries: dict, width: int) -> None:
@@ -93,8 +97,8 @@ def _list(args: argparse.Namespace) -> int:
     print("                    ROOT/validation/..., ROOT/test/...)")
     print("  npz:FILE.npz      arrays x_train/y_train[/x_validation/...][/x_test/...] or")
     print("                    images/labels")
-    print("  hf:NAME_OR_DIR    a Hugging Face dataset saved to disk or in the local cache; needs")
-    print(f"                    'datasets' ({_installed('datasets')}: pip install 'munet[hf]')")
+    print("  hf:NAME_OR_DIR    a Hugging Face dataset saved to disk or in the local cache;")
+    print(f"                    {_requirement('datasets', 'datasets', 'hf')}")
     print("  Name them: munet run --task flowers --data folder:ROOT ... (the state dir keeps")
     print("  the source; missing validation/test splits are 5% slices of train)")
     print()
@@ -104,8 +108,8 @@ def _list(args: argparse.Namespace) -> int:
         "NAME/1k):"
     )
     print(
-        f"  needs 'tensorflow-datasets' ({_installed('tensorflow_datasets')}: pip install "
-        "'munet[tfds]') and the dataset prepared in a data_dir (tfds build NAME)"
+        f"  {_requirement('tensorflow-datasets', 'tensorflow_datasets', 'tfds')} and the dataset "
+        "prepared in a data_dir (tfds build NAME)"
     )
     if args.all:
         for name in names:
@@ -176,7 +180,7 @@ def _show(args: argparse.Namespace) -> int:
             data_dir=args.data_dir,
         )
     except (ValueError, ImportError, NotImplementedError) as error:
-        print(f"munet tasks show: {error}", file=sys.stderr)
+        print(f"munet: error: {error}", file=sys.stderr)
         return 2
     sizing = task.sizing
     print(f"task: {task.name}")

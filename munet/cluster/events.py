@@ -78,6 +78,14 @@ def _of(done: int, total: Any) -> str:
     return f"{done}/{total}" if total is not None else str(done)
 
 
+def event_line(event: Event, detail: str = "generation") -> str | None:
+    """The line ``munet launch`` prints for an event, or None where ``detail`` leaves it out
+    (``cycle``, ``launch -q``: no generation lines)."""
+    if detail == "cycle" and event.get("kind") == "generation":
+        return None
+    return format_event(event)
+
+
 def format_event(event: Event) -> str:
     """One line for an event."""
     agent = event.get("agent_id", "?")

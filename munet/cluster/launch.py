@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from munet.cluster.agent_task import StopFlag, task_body
-from munet.cluster.events import Event, format_event
+from munet.cluster.events import Event, event_line, format_event
 from munet.cluster.ray_setup import import_ray, init_ray
 from munet.cluster.specs import AgentSpec
 from munet.cluster.waits import multipath_waits, release
 from munet.cluster.worker import AgentStopped
-from munet.interrupts import defer_sigint, interruption_point, resume_sigint
+from munet.interrupts import Terminated, defer_sigint, interruption_point, resume_sigint
 from munet.progress import bars_enabled, progress_bar, write_line
 
 # import_ray and init_ray were defined here (now munet.cluster.ray_setup): importing them from
@@ -62,7 +62,8 @@ class LaunchResult:
     Attributes:
         summaries: per finished agent id, its summary (cycles, best path, qualities, ...).
         failures: per failed agent id, the error.
-        interrupted: stopped by Ctrl-C.
+        interrupted: stopped by Ctrl-C (or SIGTERM in ``munet launch``).
+        terminated: the stop was SIGTERM (``munet.interrupts.Terminated``).
         rows: the final leaderboard rows.
         events: every progress event received, in order.
     """
@@ -70,6 +71,7 @@ class LaunchResult:
     summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
     interrupted: bool = False
+    terminated: bool = False
     rows: list[dict[str, Any]] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
 
@@ -90,6 +92,7 @@ def launch(
     stop_timeout: float = 120.0,
     progress: bool | None = None,
     tracking: Any = None,
+    detail: str = "generation",
 ) -> LaunchResult:
     """Run the agents as Ray tasks until each completed `cycles` cycles.
 
@@ -113,6 +116,8 @@ def launch(
             or a notebook).
         tracking: a `munet.tracking.TrackingSettings`: every worker logs its agent (TensorBoard
             under ``log_dir/<agent id>``, a path the workers' nodes must see; W&B), or None.
+        detail: ``generation`` (a line per finished generation and cycle) or ``cycle``
+            (no generation lines; ``munet launch -q``); ``full`` is taken as ``generation``.
 
     Returns:
         The agents' summaries and failures, and the final leaderboard.
@@ -229,7 +234,9 @@ def launch(
                     elif event.get("kind") in ("generation", "cycle"):
                         left[agent_id] = max(0, left.get(agent_id, 0) - 1)
                         bar.update(1)
-                    echo(format_event(event))
+                    line = event_line(event, detail)
+                    if line is not None:
+                        echo(line)
                     if event.get("kind") == "cycle":
                         release_waiting(event["agent_id"], finished_cycle=True)
                     if on_event is not None:
@@ -269,8 +276,9 @@ def launch(
                 drain()
                 collect(ready)
             drain()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:
             result.interrupted = True
+            result.terminated = isinstance(stop, Terminated)
             echo("interrupted: stopping the agents (their committed states are kept) ...")
             for spec in deferred.values():
                 result.failures[spec.agent_id] = "not started (interrupted)"

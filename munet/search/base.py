@@ -17,11 +17,22 @@ import json
 import math
 import numbers
 import random
-import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
+
+# The checks and JSON helpers live in .checks; they stay importable from here.
+from .checks import (  # noqa: F401
+    check_bool,
+    check_choice,
+    check_int,
+    check_objective,
+    check_probability,
+    key_token,
+    rng_state_from_json,
+    rng_state_to_json,
+)
 
 Candidate = Any
 
@@ -153,7 +164,7 @@ class Strategy(ABC):
                 f"unknown trial id {trial_id!r}; pending trials: {pending[:20]}"
                 + (" ..." if len(pending) > 20 else "")
             )
-        objective = _check_objective(trial_id, objective)
+        objective = check_objective(trial_id, objective)
         if cost is not None:
             if (
                 isinstance(cost, bool)
@@ -188,6 +199,12 @@ class Strategy(ABC):
     def is_done(self) -> bool:
         """True once the strategy will propose nothing more (space exhausted or a stop rule)."""
         return self._exhausted or self._is_done()
+
+    @property
+    def exhausted(self) -> bool:
+        """True once ``dedup_retries`` proposals in a row were candidates already proposed:
+        the space has (almost surely) nothing new left."""
+        return self._exhausted
 
     @property
     def pending(self) -> list[Trial]:
@@ -340,80 +357,3 @@ class Strategy(ABC):
     def _decode(self, obj: Any) -> Candidate:
         from_json = getattr(self.space, "from_json", None)
         return from_json(obj) if callable(from_json) else obj
-
-
-# ------------------------------------------------------------------------------------- helpers
-
-
-def key_token(key: Hashable) -> str:
-    """Canonical string of a candidate key, so seen keys survive a JSON checkpoint.
-
-    Raises:
-        TypeError: the key is not a JSON value.
-    """
-    try:
-        return json.dumps(key, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as error:
-        raise TypeError(
-            f"space.key() returned {key!r}, which is not JSON-serialisable; "
-            "expected a str, a number, or a tuple/list of them"
-        ) from error
-
-
-def rng_state_to_json(rng: random.Random) -> list[Any]:
-    """`random.Random` state as JSON: [version, [625 ints], gauss_next]."""
-    version, internal, gauss_next = rng.getstate()
-    return [version, list(internal), gauss_next]
-
-
-def rng_state_from_json(obj: list[Any]) -> tuple[Any, ...]:
-    """Inverse of `rng_state_to_json`, ready for `random.Random.setstate`."""
-    version, internal, gauss_next = obj
-    return (version, tuple(internal), gauss_next)
-
-
-def check_int(name: str, value: Any, *, minimum: int | None = None) -> int:
-    """Return `value` if it is an int >= minimum, else raise a ValueError naming it."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an int, got {value!r}")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def check_probability(name: str, value: Any) -> float:
-    """Return `value` as a float if it is in [0, 1], else raise a ValueError naming it."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value <= 1:
-        raise ValueError(f"{name} must be a probability in [0, 1], got {value!r}")
-    return float(value)
-
-
-def check_bool(name: str, value: Any) -> bool:
-    """Return `value` if it is a bool, else raise a ValueError naming it."""
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
-    return value
-
-
-def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
-    """Return `value` if it is one of `choices`, else raise a ValueError listing them."""
-    if value not in choices:
-        raise ValueError(f"unknown {name} {value!r}; known: {', '.join(choices)}")
-    return value
-
-
-def _check_objective(trial_id: int, objective: Any) -> float | None:
-    if objective is None:
-        return None
-    if isinstance(objective, bool) or not isinstance(objective, numbers.Real):
-        raise ValueError(
-            f"objective of trial {trial_id} must be a number or None (failed), got {objective!r}"
-        )
-    if not math.isfinite(objective):
-        warnings.warn(
-            f"trial {trial_id} reported objective {objective!r}; treating it as a failure",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-        return None
-    return float(objective)

@@ -31,7 +31,7 @@ from typing import Any
 from .base import Strategy
 from .executors import Executor
 from .jobs import run_objective_job
-from .objectives.base import GrowthObjective, derived_seed
+from .objectives.base import GrowthObjective, cost_text, derived_seed
 from .run_state import load_run_state, refuse_existing_state, save_run_state
 
 # The settings a resumed run may change: its budgets (a finished run then goes on).
@@ -120,7 +120,7 @@ class SearchRun:
             self._fill()
             if not self._in_flight:
                 self.stop_reason = (
-                    "strategy is done" if self.strategy.is_done else f"{self._asked()} trials run"
+                    self._done_reason() if self.strategy.is_done else f"{self._asked()} trials run"
                 )
                 break
             if max_results is not None and handled >= max_results:
@@ -191,24 +191,36 @@ class SearchRun:
             if result.get("weights"):
                 record["weights"] = os.path.relpath(result["weights"], self.out_dir)
             best = self.strategy.best
+            unit = getattr(self.objective, "cost_unit", "")
             line = (
                 f"trial {trial_id:>4} {self.objective.describe(result['candidate'])}"
-                f"  accuracy {accuracy:.4f}  cost {result['cost']:.4g}"
-                f"  best {best[1]:.4f}  time {self.simulated_seconds:.6g}s"
-                f"  in flight {len(self._in_flight)}"
+                f"  accuracy {accuracy:.4f}  cost {cost_text(float(result['cost']), unit)}"
+                f"  best {best[1]:.4f}  train {record['train_seconds']:.1f}s"
+                f" (all trials {self.simulated_seconds:.1f}s)  in flight {len(self._in_flight)}"
             )
         record["elapsed_seconds"] = self.simulated_seconds
         self.results.append(record)
         self._checkpoint()
         self.progress(line)
 
+    def _done_reason(self) -> str:
+        """Why a done strategy stops: its own end, or a space with no new candidate left."""
+        if getattr(self.strategy, "exhausted", False):
+            distinct = len(self.results)
+            return (
+                f"search space exhausted: {self.strategy.dedup_retries} proposals in a row were "
+                f"models already tried ({distinct} distinct models evaluated); more trials need "
+                "a larger space (--set) or the strategy option dedup=false"
+            )
+        return "strategy is done"
+
     def _stop_rule(self) -> str | None:
         if self.strategy.is_done and not self._in_flight:
-            return "strategy is done"
+            return self._done_reason()
         if self.max_trials is not None and len(self.results) >= self.max_trials:
             return f"{len(self.results)} trials (max_trials {self.max_trials})"
         if self.time_budget is not None and self.simulated_seconds > self.time_budget:
-            return f"{self.simulated_seconds:.6g} training seconds > budget {self.time_budget:.6g}"
+            return f"{self.simulated_seconds:.1f} training seconds > budget {self.time_budget:g}"
         return None
 
     def _report(self) -> SearchReport:
@@ -261,6 +273,9 @@ class SearchRun:
                 f"{self.max_trials}, time_budget {self.time_budget}"
             )
             self.stop_reason = None
+        elif self.stop_reason is not None and getattr(self.strategy, "exhausted", False):
+            # Extending a run whose space has nothing new: say so, not only "done".
+            self.progress(f"nothing to extend: {self._done_reason()}")
 
 
 def small_budget_warning(strategy: Strategy, max_trials: int | None) -> str | None:

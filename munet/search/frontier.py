@@ -58,14 +58,24 @@ def write_outputs(out_dir: str, pool: Sequence[Any], eps: float, objective: Any)
         },
     )
     _write_json(paths["pool"], [_point_json(p, objective) for p in pool])
-    plot_frontier(paths["frontier_plot"], pool, hull, band, eps, title=objective.kind)
+    plot_frontier(
+        paths["frontier_plot"], pool, hull, band, eps, title=objective.kind,
+        cost_unit=getattr(objective, "cost_unit", ""),
+    )
     return paths
 
 
 def plot_frontier(
-    path: str, pool: Sequence[Any], hull: list[int], band: list[int], eps: float, title: str = ""
+    path: str,
+    pool: Sequence[Any],
+    hull: list[int],
+    band: list[int],
+    eps: float,
+    title: str = "",
+    cost_unit: str = "",
 ) -> None:
-    """Error vs cost of every pool model, the hull (line) and the eps band (marked)."""
+    """Error vs cost of every pool model, the hull (line) and the eps band (marked); the x
+    axis says the cost's unit (``cost (FLOPs)``) when given."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -87,7 +97,7 @@ def plot_frontier(
     costs = [p.cost for p in pool]
     if costs and min(costs) > 0 and max(costs) / min(costs) > 20:
         ax.set_xscale("log")
-    ax.set_xlabel("cost")
+    ax.set_xlabel(f"cost ({cost_unit})" if cost_unit else "cost")
     ax.set_ylabel("error (1 - validation accuracy)")
     ax.set_title(f"Petridish frontier {title} ({len(pool)} models)")
     ax.grid(alpha=0.3)

@@ -39,7 +39,7 @@ from .base import rng_state_from_json, rng_state_to_json
 from .executors import Executor
 from .frontier import write_outputs
 from .jobs import run_objective_job
-from .objectives.base import GrowthObjective, derived_seed
+from .objectives.base import GrowthObjective, cost_text, derived_seed
 from .petridish_pool import LoopReport, PoolPoint, sample_parent
 from .petridish_settings import EXTENDABLE, PetridishSettings, stop_reason
 from .run_state import load_run_state, refuse_existing_state, save_run_state
@@ -266,7 +266,8 @@ class PetridishLoop:
         error_text = "   -   " if error is None else f"{error:.4f}"
         return (
             f"job {spec['id']:>4} {spec['stage']:<6} {self.objective.describe(result['candidate'])}"
-            f"  error {error_text}  cost {result['cost']:.4g}"
+            f"  error {error_text}"
+            f"  cost {cost_text(float(result['cost']), getattr(self.objective, 'cost_unit', ''))}"
             f"  {float(result.get('train_seconds') or 0):.2f}s"
             f"  pool {len(self.pool)}  in flight {len(self.in_flight)}"
         )

@@ -75,7 +75,7 @@ def stop_reason(
     if s.max_trained is not None and len(pool_costs) >= s.max_trained:
         return f"trained {len(pool_costs)} models (max_trained {s.max_trained})"
     if s.time_budget is not None and simulated_seconds > s.time_budget:
-        return f"{simulated_seconds:.6g} training seconds > budget {s.time_budget:.6g}"
+        return f"{simulated_seconds:.1f} training seconds > budget {s.time_budget:g}"
     if consecutive_failures >= s.max_consecutive_failures:
         return f"{consecutive_failures} jobs failed in a row"
     return None

@@ -124,6 +124,11 @@ def tag_prefix(task: str) -> str:
     return task
 
 
+def path_run(curve: PathCurve) -> str:
+    """``paths/TASK/path_ID``: a path's TensorBoard sub-run (under its agent's log dir)."""
+    return f"paths/{tag_prefix(curve.task)}/path_{curve.path_id}"
+
+
 def path_tag(curve: PathCurve) -> str:
     """``TASK/path_ID``: the prefix of a path's tags."""
     return f"{tag_prefix(curve.task)}/path_{curve.path_id}"

@@ -23,12 +23,14 @@ class TrackingSettings:
             writes the runs locally, for ``wandb sync`` later).
         wandb_project: the W&B project (default ``munet-<state dir name>``).
         state_dir: the system state (names the W&B project and group, seeds the run ids).
+        quiet: W&B writes no console lines (``munet run -q``); its warnings and errors show.
     """
 
     log_dir: str | None = None
     wandb: bool = False
     wandb_project: str | None = None
     state_dir: str = ""
+    quiet: bool = False
 
     def __post_init__(self) -> None:
         if self.log_dir is not None and "://" not in self.log_dir:
@@ -94,6 +96,7 @@ class TrackingSettings:
                     group=os.path.basename(self.state_dir.rstrip("/")) or None,
                     directory=self.agent_log_dir(agent_id),
                     config=config,
+                    quiet=self.quiet,
                 )
             )
         if not trackers:

@@ -2,12 +2,15 @@
 
 Tags, per agent run directory ``DIR/<agent id>/``:
 
-- ``TASK/path_ID/train_loss`` and ``TASK/path_ID/val_quality`` over the path's train steps;
+- ``TASK/paths/train_loss`` and ``TASK/paths/val_quality`` over the path's train steps, in one
+  sub-run per path, ``DIR/<agent id>/paths/TASK/path_ID/``: TensorBoard draws one chart per
+  metric with every path (candidate) a line in it, as ``add_scalars`` would, instead of one
+  chart per path (hundreds over a long run); the sub-run holds the path's hparams too;
 - ``TASK/generation/best_quality``, ``.../best_score``, ``.../num_improved`` over the
   generation index of the run (cycle * generations per cycle + generation);
 - ``TASK/cycle/best_quality``, ``.../best_score``, ``.../test_quality`` over completed cycles;
-- each path's hparams with its quality, score and admission, in the HParams dashboard (one
-  sub-run ``hparams/TASK/path_ID`` per path, as `SummaryWriter.add_hparams` makes them).
+- each path's hparams with its quality, score and admission, in the HParams dashboard (in the
+  path's sub-run, so a session there links to its curves).
 
 Non-finite values (a failed path's NaN) are left out of the curves.
 """
@@ -16,7 +19,14 @@ from __future__ import annotations
 
 import math
 
-from munet.tracking.base import CyclePoint, GenerationPoint, PathCurve, path_tag, scalar_hparams
+from munet.tracking.base import (
+    CyclePoint,
+    GenerationPoint,
+    PathCurve,
+    path_run,
+    scalar_hparams,
+    tag_prefix,
+)
 
 
 def import_summary_writer():
@@ -41,19 +51,24 @@ class TensorBoardTracker:
 
     def __init__(self, log_dir: str) -> None:
         self.log_dir = log_dir
-        self.writer = import_summary_writer()(log_dir=log_dir)
+        self._writer_class = import_summary_writer()
+        self.writer = self._writer_class(log_dir=log_dir)
 
     def _scalar(self, tag: str, value: float, step: int) -> None:
         if value is not None and math.isfinite(float(value)):
             self.writer.add_scalar(tag, float(value), int(step))
 
     def path_trained(self, curve: PathCurve) -> None:
-        prefix = path_tag(curve)
-        for step, loss, quality in zip(
-            curve.eval_steps, curve.train_losses, curve.evals, strict=True
-        ):
-            self._scalar(f"{prefix}/train_loss", loss, step)
-            self._scalar(f"{prefix}/val_quality", quality, step)
+        run = path_run(curve)
+        tag = f"{tag_prefix(curve.task)}/paths"
+        # The path's sub-run, written whole and closed (a long run has hundreds of paths).
+        with self._writer_class(log_dir=f"{self.log_dir}/{run}") as writer:
+            for step, loss, quality in zip(
+                curve.eval_steps, curve.train_losses, curve.evals, strict=True
+            ):
+                for name, value in (("train_loss", loss), ("val_quality", quality)):
+                    if value is not None and math.isfinite(float(value)):
+                        writer.add_scalar(f"{tag}/{name}", float(value), int(step))
         hparams = {"cycle": curve.cycle, "generation": curve.generation}
         hparams.update(scalar_hparams(curve.hparams))
         metrics = {
@@ -62,7 +77,7 @@ class TensorBoardTracker:
             "hparam/improved": float(curve.improved),
         }
         metrics = {k: float(v) for k, v in metrics.items() if math.isfinite(float(v))}
-        self.writer.add_hparams(hparams, metrics, run_name=f"hparams/{prefix}")
+        self.writer.add_hparams(hparams, metrics, run_name=run)
 
     def generation_done(self, point: GenerationPoint) -> None:
         prefix = f"{point.task}/generation"

@@ -6,7 +6,8 @@ a rerun of the agent resumes its run online. ``WANDB_MODE=offline`` writes the r
 ``LOG_DIR/<agent id>/wandb/`` (with ``--log-dir``; else W&B's default ``./wandb`` or
 ``WANDB_DIR``) for a later ``wandb sync``.
 
-The keys are the TensorBoard tags (munet.tracking.tensorboard), each curve on its own x axis
+The keys are the TensorBoard tags (munet.tracking.tensorboard; a path's curves, a TensorBoard
+sub-run each, are keyed by the path here), each curve on its own x axis
 (`define_metric`): ``TASK/path_ID/train_loss`` and ``.../val_quality`` over
 ``TASK/path_ID/step``; ``TASK/generation/best_quality|best_score|num_improved`` over
 ``TASK/generation_index``; ``TASK/cycle/best_quality|best_score|test_quality`` over
@@ -55,8 +56,11 @@ class WandbTracker:
         group: str | None = None,
         directory: str | None = None,
         config: dict[str, Any] | None = None,
+        quiet: bool = False,
     ) -> None:
         self._wandb = import_wandb()
+        # quiet: none of W&B's ~30 start/sync/summary lines (as WANDB_SILENT=true).
+        settings = self._wandb.Settings(silent=True, quiet=True) if quiet else None
         if directory is not None:
             os.makedirs(directory, exist_ok=True)
         self.run = self._wandb.init(
@@ -68,6 +72,7 @@ class WandbTracker:
             config=config or {},
             resume="allow",
             reinit="create_new",  # several agents in one process (the demo, the Python API)
+            settings=settings,
         )
         self._defined: set[str] = set()
         self._rows: dict[str, list[list[Any]]] = {}

@@ -28,7 +28,7 @@ def tiny_config():
 @pytest.fixture
 def state_dir(tmp_path, tiny_config):
     """A state dir holding a random-init root model of the tiny config."""
-    create_root_model(tiny_config, tmp_path / "state")
+    create_root_model(tiny_config, tmp_path / "state", "random_init")
     return tmp_path / "state"
 
 
@@ -42,7 +42,7 @@ def multipath_system(tmp_path_factory):
 
     directory = tmp_path_factory.mktemp("grown") / "state"
     sp = apply_overrides(get_preset("VitCpu"), TINY_OVERRIDES)
-    create_root_model(sp, directory)
+    create_root_model(sp, directory, "random_init")
     make_agent(sp, "digits", directory, progress=False, echo=quiet).run(1)
     color = apply_overrides(sp, ["ds_image_size=16"])
     make_agent(color, "synth/color", directory, progress=False, echo=quiet).run(1)

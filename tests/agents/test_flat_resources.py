@@ -31,7 +31,7 @@ from munet.config import apply_overrides, get_preset
 
 state, cycles, overrides = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
 config = apply_overrides(get_preset("VitCpu"), overrides)
-create_root_model(config, state)
+create_root_model(config, state, "random_init")
 samples = []
 
 def count():

@@ -72,7 +72,7 @@ def test_root_model_task_is_refused_naming_the_singlepath_agent(mp_config, state
     with pytest.raises(AgentError, match="munet root --agent VitCpu"):
         agent_for(mp_config, state, "root_model/random_init")
     with pytest.raises(ValueError, match="munet root --agent VitCpu"):
-        create_root_model(mp_config, state)
+        create_root_model(mp_config, state, "random_init")
 
 
 def test_task_without_singlepath_state_is_an_error_before_any_work(mp_config, state):

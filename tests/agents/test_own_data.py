@@ -175,7 +175,7 @@ def test_folder_task_run_resume_export_predict_test(tmp_path, capsys):
     assert "1/1 paths reproduce" in table
 
 
-def test_immutability_mismatch_exits_1(tmp_path, capsys):
+def test_immutability_mismatch_exits_10(tmp_path, capsys):
     data = write_flowers(tmp_path / "flowers", train_per_class=12, test_per_class=4)
     state = tmp_path / "state"
     assert run("root", "--agent", "VitCpu", "-d", str(state), *SETS, "-q") == 0
@@ -190,7 +190,7 @@ def test_immutability_mismatch_exits_1(tmp_path, capsys):
     manifest["paths"][full_id]["metrics"]["test_quality"] = recorded * 0.99 + 0.005
     manifest_file.write_text(json.dumps(manifest))
     capsys.readouterr()
-    assert run("test", "-d", str(state), "--task", "petals") == 1
+    assert run("test", "-d", str(state), "--task", "petals") == 10  # EXIT_QUALITY_MISMATCH
     assert "MISMATCH" in capsys.readouterr().out
     # Data gone: the path cannot be checked, said per path, exit code 2.
     data.rename(tmp_path / "moved")

@@ -24,7 +24,7 @@ def test_a_resumed_generation_draws_the_same_random_parent(tiny_config, tmp_path
     tiny_config.num_samples_per_cycle = 3
     reference_dir, resumed_dir = tmp_path / "reference", tmp_path / "resumed"
     for d in (reference_dir, resumed_dir):
-        create_root_model(tiny_config, d)
+        create_root_model(tiny_config, d, "random_init")
     reference = make_agent(tiny_config, reference_dir).run(1)
 
     calls = {"n": 0}

@@ -95,7 +95,7 @@ def test_resume_after_interrupted_generation_reaches_the_same_end_state(
 
     reference_dir, resumed_dir = tmp_path / "reference", tmp_path / "resumed"
     for d in (reference_dir, resumed_dir):
-        create_root_model(tiny_config, d)
+        create_root_model(tiny_config, d, "random_init")
     reference = make_agent(tiny_config, "digits", reference_dir).run(1)
 
     calls = {"n": 0}

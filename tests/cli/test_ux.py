@@ -69,6 +69,35 @@ def test_config_show_prints_the_preset_with_overrides(capsys, tmp_path):
     assert not missing.exists()  # showing a config creates no state dir
 
 
+def test_config_show_keys_prints_only_those(capsys):
+    argv = ["config", "show", "--agent", "VitCpu", "--set", "opt_lr=0.05"]
+    assert main([*argv, "opt_lr", "num_layers", "scorer.scale_factor"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown == {"opt_lr": 0.05, "num_layers": 4, "scorer.scale_factor": 0.99}
+    assert main([*argv, "opt_rl"]) == 2
+    assert "unknown config key 'opt_rl' (did you mean 'opt_lr'?)" in capsys.readouterr().err
+
+
+def test_seed_is_a_flag_of_every_agent_command(capsys):
+    assert main(["config", "show", "--agent", "VitCpu", "--seed", "7", "seed"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"seed": 7}
+    # In its place among the --set overrides: the last one wins.
+    argv = ["config", "show", "--agent", "VitCpu", "--seed", "7", "--set", "seed=3", "seed"]
+    assert main(argv) == 0 and json.loads(capsys.readouterr().out) == {"seed": 3}
+    from munet.cli import build_parser
+
+    subcommands = build_parser()._subparsers._group_actions[0].choices
+    argvs = {
+        "root": ["--agent", "VitCpu"],
+        "run": ["--agent", "VitCpu", "--task", "t", "--cycles", "1"],
+        "demo": [],
+        "launch": ["--agent", "VitCpu", "--tasks", "t", "--cycles", "1"],
+    }
+    for command, argv in argvs.items():
+        args = subcommands[command].parse_args([*argv, "--seed", "5"])
+        assert args.overrides == ["seed=5"], command
+
+
 def test_config_show_reads_the_config_stored_with_the_agent(grown, capsys):
     state = str(grown / "state")
     argv = ["config", "show", "--agent", "VitCpu", "--task", "digits", "-d", state]

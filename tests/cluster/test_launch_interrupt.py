@@ -36,7 +36,7 @@ def test_ctrl_c_at_any_moment_of_start_up_exits_130_and_keeps_committed_states(
     from munet.agents.root import create_root_model
 
     state_dir = tmp_path / "state"
-    root = create_root_model(tiny_config, state_dir)
+    root = create_root_model(tiny_config, state_dir, "random_init")
     sets = [arg for o in tiny_overrides for arg in ("--set", o)]
     command = [sys.executable, "-m", "munet", "launch", "--agent", "VitCpu", "--tasks",
                "digits", "--cycles", "50", "-d", str(state_dir), "--num-cpus", "1", *sets]

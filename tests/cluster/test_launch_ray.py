@@ -122,7 +122,7 @@ def test_launch_on_s3_survives_a_killed_worker(local_ray, s3_url, tiny_config, t
     from munet.agents.root import create_root_model
     from munet.cluster import AgentSpec, launch
 
-    create_root_model(tiny_config, s3_url)
+    create_root_model(tiny_config, s3_url, "random_init")
     # The victim runs more generations, so the driver sees it mid-cycle in time to kill it.
     specs = [AgentSpec("VitCpu", TASKS[0], overrides=("num_samples_per_cycle=4",))]
     specs += [AgentSpec("VitCpu", task) for task in TASKS[1:]]
@@ -198,7 +198,7 @@ def test_a_launch_of_an_agent_another_process_runs_is_refused_naming_the_holder(
     from munet.agents.root import create_root_model
     from munet.cluster import AgentSpec, launch
 
-    create_root_model(tiny_config, s3_url)
+    create_root_model(tiny_config, s3_url, "random_init")
     spec = AgentSpec("VitCpu", "digits")
     store = SystemStore(s3_url, lease_ttl=30)
     env_names = ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]

@@ -89,6 +89,16 @@ def test_progress_lines():
     assert format_event(cycle).startswith(
         "[VitCpu~digits] cycle 2 done: best VitCpu~digits:3 quality 0.5000 test quality -"
     )
+    # launch -q (detail "cycle"): no generation lines; the cycle's and the others' stay.
+    from munet.cluster.events import event_line
+
+    assert event_line(generation) == format_event(generation)
+    assert event_line(generation, "cycle") is None
+    assert event_line(cycle, "cycle") == format_event(cycle)
+    started = {**common, "kind": "start", "state": None}
+    assert event_line(started, "cycle") == format_event(started)
+    with pytest.raises(SystemExit):  # -q and -v exclude each other
+        main(["launch", "--agent", "VitCpu", "--tasks", "t", "--cycles", "1", "-q", "-v"])
 
 
 def test_worker_body_runs_an_agent_and_reports_every_commit(tmp_path, tiny_config,
@@ -97,7 +107,7 @@ def test_worker_body_runs_an_agent_and_reports_every_commit(tmp_path, tiny_confi
     from munet.system import SystemStore
 
     state = tmp_path / "state"
-    create_root_model(tiny_config, state)
+    create_root_model(tiny_config, state, "random_init")
     events = []
     summary = run_agent("VitCpu", "synth/shape", str(state), 1, tiny_overrides, events.append)
     kinds = [(e["kind"], e.get("cycle"), e.get("generation")) for e in events]
@@ -121,7 +131,7 @@ def test_a_stop_request_ends_the_agent_after_its_commit_and_frees_its_lock(
     from munet.system import SystemStore
 
     state = tmp_path / "state"
-    create_root_model(tiny_config, state)
+    create_root_model(tiny_config, state, "random_init")
     events = []
     with pytest.raises(AgentStopped, match="stopped before it started"):
         run_agent("VitCpu", "synth/shape", str(state), 1, tiny_overrides, events.append,
@@ -192,7 +202,7 @@ def test_multipath_waits_end_when_a_drawable_agent_finished_a_cycle(tmp_path):
     store = SystemStore(str(tmp_path))
     from munet.agents import create_root_model
 
-    create_root_model(seed_rule["VitCpu~digits"], store)
+    create_root_model(seed_rule["VitCpu~digits"], store, "random_init")
     waits = multipath_waits(specs, seed_rule, store)
     assert waits == {"MultiVitCpu~digits": Wait("VitCpu~digits")}
     assert release(waits, "VitCpu~digits", finished_cycle=False) == ["MultiVitCpu~digits"]

@@ -114,7 +114,7 @@ def test_server_gone_mid_run_exits_9_and_keeps_committed_states(s3_endpoint, s3_
                                                                tiny_config, tiny_overrides):
     from munet.agents.root import create_root_model
 
-    create_root_model(tiny_config, s3_url)
+    create_root_model(tiny_config, s3_url, "random_init")
     agent = "VitCpu~digits"
     store = SystemStore(s3_url)  # straight to the server, not through the proxy
     proxy = DelayProxy(int(s3_endpoint.rsplit(":", 1)[1]))

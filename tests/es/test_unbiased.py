@@ -4,7 +4,7 @@ one device and through the multi-device estimators."""
 import pytest
 import torch
 
-import munet.es.estimators as estimators_module
+import munet.es.truncated as truncated_module  # where TruncatedPES looks pes_gradient up
 from munet.es import (
     ESGradient,
     LinearQuadratic,
@@ -137,7 +137,7 @@ def test_reference_blend_rule_is_biased_where_the_per_step_rule_is_not(monkeypat
     theta = torch.tensor([0.2, 0.1])
 
     def worst_z(rule):
-        monkeypatch.setattr(estimators_module, "pes_gradient", rule)
+        monkeypatch.setattr(truncated_module, "pes_gradient", rule)
         pes = TruncatedPES(
             problem, 20000, 3, std=0.05, random_initial_offset=7, offset_mode="counter"
         )

@@ -24,7 +24,7 @@ def grown_state(tmp_path_factory):
     a multipath agent on digits, 1 cycle."""
     root = tmp_path_factory.mktemp("grown") / "state"
     config = apply_overrides(get_preset("VitCpu"), TINY_OVERRIDES)
-    create_root_model(config, root)
+    create_root_model(config, root, "random_init")
     store = SystemStore(str(root))
     for cycle, tasks in ((1, ("digits", "synth/shape")), (2, ("digits",))):
         for task in tasks:

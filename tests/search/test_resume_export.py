@@ -136,3 +136,40 @@ def test_export_and_predict_a_vit_search_model(vit_search, tmp_path, capsys):
     assert "no trained model of trial 9; trials with a model: 0, 1" in capsys.readouterr().err
     assert main(["export", "--out", str(tmp_path / "y")]) == 2
     assert "expected --task TASK" in capsys.readouterr().err
+
+
+def test_search_lines_say_cost_units_and_an_exhausted_space(nasbench_table, tmp_path, capsys):
+    out = tmp_path / "rand"
+    argv = ["search", "--strategy", "random", "--objective", f"nasbench:{nasbench_table}",
+            "--out", str(out), "--option", "dedup_retries=40"]  # fmt: skip
+    assert main([*argv, "--max-trials", "200"]) == 0
+    text = capsys.readouterr().out
+    trials = [line for line in text.splitlines() if line.startswith("trial ")]
+    assert trials and all(" params  best " in line for line in trials)
+    # Per-trial training time and the run's total, one decimal each (not 6 significant digits).
+    assert all(" train " in line and "s (all trials " in line for line in trials)
+    assert "cost (params)" in text  # the summary table's column
+    stopped = next(line for line in text.splitlines() if line.startswith("stopped: "))
+    assert stopped.startswith("stopped: search space exhausted: 40 proposals in a row")
+    done = len(json.loads((out / "state.json").read_text())["results"])
+    assert done < 200
+    # Extending it says why nothing runs, and runs nothing.
+    assert main([*argv, "--max-trials", "300", "--resume"]) == 0
+    text = capsys.readouterr().out
+    assert "nothing to extend: search space exhausted" in text
+    assert len(json.loads((out / "state.json").read_text())["results"]) == done
+
+
+def test_frontier_plot_labels_the_cost_unit(tmp_path, monkeypatch):
+    from munet.search import frontier
+    from munet.search.objectives.base import cost_text
+
+    labels = []
+    import matplotlib.axes
+
+    monkeypatch.setattr(
+        matplotlib.axes.Axes, "set_xlabel", lambda self, text, *a, **k: labels.append(text)
+    )
+    frontier.plot_frontier(str(tmp_path / "f.png"), [], [], [], 0.1, cost_unit="FLOPs")
+    assert labels == ["cost (FLOPs)"]
+    assert cost_text(1.234e6, "FLOPs") == "1.23M FLOPs" and cost_text(350, "params") == "350 params"

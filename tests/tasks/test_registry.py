@@ -148,6 +148,18 @@ def test_cli_lists_tasks_and_needs(capsys):
     for name in ("digits", "synth/shape", "synth/count", "folder:ROOT", "npz:FILE", "hf:"):
         assert name in out
     assert "tensorflow-datasets" in out
+    # The install hint only where the package is missing (issue 31).
+    import importlib.util
+
+    optional = [
+        ("datasets", "datasets", "hf"),
+        ("tensorflow-datasets", "tensorflow_datasets", "tfds"),
+    ]
+    for package, module, extra in optional:
+        if importlib.util.find_spec(module) is None:
+            assert f"needs '{package}' (not installed: pip install 'munet[{extra}]')" in out
+        else:
+            assert f"uses '{package}' (installed)" in out and f"munet[{extra}]" not in out
     assert main(["tasks", "list", "--all"]) == 0
     assert "visual_domain_decathlon/vgg-flowers" in capsys.readouterr().out
 

@@ -75,12 +75,14 @@ def test_tensorboard_leaves_non_finite_values_out_and_writes_list_hparams(tmp_pa
     run_dir = os.path.join(tmp_path, "logs", "MultiVitCpu~digits")
     events = EventAccumulator(run_dir)
     events.Reload()
-    assert [(e.step, e.value) for e in events.Scalars("digits/path_7/train_loss")] == [(4, 1.5)]
-    assert [e.step for e in events.Scalars("digits/path_7/val_quality")] == [4]
     assert "digits/cycle/test_quality" not in events.Tags()["scalars"]  # NaN: left out
     assert events.Scalars("digits/cycle/best_quality")[0].step == 2
-    hparams = EventAccumulator(os.path.join(run_dir, "hparams", "digits", "path_7"))
+    # The path's curves: its own sub-run, under one tag per metric (one chart, every path).
+    assert not [tag for tag in events.Tags()["scalars"] if "path_" in tag]
+    hparams = EventAccumulator(os.path.join(run_dir, "paths", "digits", "path_7"))
     hparams.Reload()
+    assert [(e.step, e.value) for e in hparams.Scalars("digits/paths/train_loss")] == [(4, 1.5)]
+    assert [e.step for e in hparams.Scalars("digits/paths/val_quality")] == [4]
     assert math.isclose(hparams.Scalars("hparam/score")[0].value, 0.45, rel_tol=1e-6)
     content = hparams.PluginTagToContent("hparams")["_hparams_/session_start_info"]
     assert b'"path_0"' in content and b"ds_image_size" in content and b"_mu_" not in content

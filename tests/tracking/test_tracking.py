@@ -10,7 +10,9 @@ import json
 import math
 import os
 import struct
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +21,7 @@ from tests.agents.conftest import TINY_OVERRIDES
 
 SETS = [arg for item in TINY_OVERRIDES for arg in ("--set", item)]
 AGENT = "VitCpu~digits"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _paths_csv(state) -> list[dict[str, str]]:
@@ -95,15 +98,14 @@ def test_a_tiny_run_stores_curves_and_writes_tensorboard_and_wandb(tmp_path, mon
     # TensorBoard: one run per agent, the curves of each path, generations, the cycle.
     run_dir = os.path.join(logs, AGENT)
     scalars = _scalars(run_dir)
+    # Each path a sub-run with the same tags: TensorBoard draws one chart per metric.
     for path_id, (steps, losses, evals) in curves.items():
-        loss_points = scalars[f"digits/path_{path_id}/train_loss"]
+        path_scalars = _scalars(os.path.join(run_dir, "paths", "digits", f"path_{path_id}"))
+        loss_points = path_scalars["digits/paths/train_loss"]
         assert [s for s, _ in loss_points] == steps
         assert [v for _, v in loss_points] == pytest.approx(losses, rel=1e-6)
-        assert [v for _, v in scalars[f"digits/path_{path_id}/val_quality"]] == pytest.approx(
-            evals
-        )
-        hparams_run = os.path.join(run_dir, "hparams", "digits", f"path_{path_id}")
-        assert _scalars(hparams_run)["hparam/quality"][0][1] == pytest.approx(max(evals))
+        assert [v for _, v in path_scalars["digits/paths/val_quality"]] == pytest.approx(evals)
+        assert path_scalars["hparam/quality"][0][1] == pytest.approx(max(evals))
     assert [s for s, _ in scalars["digits/generation/best_quality"]] == [0, 1]
     assert [s for s, _ in scalars["digits/cycle/test_quality"]] == [1]
     best_test = scalars["digits/cycle/test_quality"][0][1]
@@ -137,3 +139,25 @@ def test_a_missing_backend_names_its_extra(tmp_path, monkeypatch, capsys, flag, 
     assert code == 2
     assert extra in capsys.readouterr().err
     assert not (tmp_path / "state").exists()  # refused before any work
+
+
+@pytest.mark.slow  # two munet processes and a W&B run (about 35 s on a loaded 2-core box)
+def test_wandb_with_q_prints_no_wandb_lines(tmp_path):
+    pytest.importorskip("wandb")
+    # A subprocess: W&B's console lines go to the process's own streams (and WANDB_SILENT,
+    # which this test must not have, is read from the environment).
+    state = str(tmp_path / "state")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
+    env.update(WANDB_MODE="offline", PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
+    munet = [sys.executable, "-m", "munet"]
+    subprocess.run([*munet, "root", "--agent", "VitCpu", "-d", state, *SETS, "-q"],
+                   env=env, check=True, capture_output=True)  # fmt: skip
+    result = subprocess.run(
+        [*munet, "run", "--agent", "VitCpu", "--task", "digits", "--cycles", "1", "-d", state,
+         "--wandb", "--log-dir", str(tmp_path / "logs"), *SETS, "-q"],
+        env=env, capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "wandb" not in result.stdout + result.stderr
+    assert len(result.stdout.splitlines()) == 2  # the cycle line and the result line
+    assert glob.glob(str(tmp_path / "logs" / AGENT / "wandb" / "offline-run-*"))  # it logged

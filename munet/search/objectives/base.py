@@ -28,6 +28,14 @@ Candidate = Any
 Result = dict[str, Any]
 
 
+def cost_text(cost: float, unit: str) -> str:
+    """A cost with its unit, compact: ``1.23M FLOPs``, ``4.2k params``, ``350 params``."""
+    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(cost) >= scale:
+            return f"{cost / scale:.3g}{prefix} {unit}"
+    return f"{cost:.3g} {unit}"
+
+
 class GrowthObjective(ABC):
     """An objective a Petridish loop (and any ask/tell strategy) can run.
 
@@ -37,6 +45,8 @@ class GrowthObjective(ABC):
 
     kind: str = ""
     uses_weights: bool = True  # False: jobs need no weights files (e.g. a lookup table)
+    #: What `cost` counts, shown in progress lines, the summary table and the plot's x axis.
+    cost_unit: str = "cost units"
 
     @abstractmethod
     def to_json(self) -> dict[str, Any]:

@@ -56,6 +56,7 @@ class NASBenchObjective(GrowthObjective):
 
     kind = "nasbench"
     uses_weights = False
+    cost_unit = "params"  # trainable parameters (the table's)
 
     def __init__(
         self, dataset: str, epochs: int = 108, seed_lengths: tuple[int, ...] = (1, 2)

@@ -62,6 +62,7 @@ class VitObjective(GrowthObjective):
     """
 
     kind = "vit"
+    cost_unit = "FLOPs"  # forward FLOPs of one image
 
     def __init__(
         self,

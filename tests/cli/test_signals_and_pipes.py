@@ -1,0 +1,108 @@
+"""Issue 31, the command line's edges: a closed stdout is a quiet exit 0; SIGTERM is taken like
+Ctrl-C (cleanup, no `.tmp-state*` left) with its own exit code, 143; a `--out` that takes no
+files is exit 7 naming `--out`. Real subprocesses: signals and pipes are the OS's."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from munet.cli import main
+from munet.cli.errors import EXIT_NO_PERMISSION, EXIT_TERMINATED
+
+from ..agents.conftest import TINY_OVERRIDES
+
+REPO = Path(__file__).resolve().parents[2]
+SETS = [arg for item in TINY_OVERRIDES for arg in ("--set", item)]
+MUNET = [sys.executable, "-m", "munet"]
+
+
+def _env():
+    return dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
+
+
+def test_a_closed_stdout_is_a_quiet_exit_0():
+    # The reader is gone before munet writes (as `| head -2` once it has its lines).
+    process = subprocess.Popen(
+        [*MUNET, "config", "show", "--agent", "VitCpu"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
+    )
+    process.stdout.close()
+    err = process.stderr.read().decode()
+    assert process.wait() == 0, err
+    assert "error" not in err and "Broken pipe" not in err
+
+
+def test_a_closed_stdout_through_a_shell_pipe_to_head():
+    result = subprocess.run(
+        f"{sys.executable} -m munet config show --agent VitCpu | head -2",
+        shell=True,
+        capture_output=True,
+        text=True,
+        env=_env(),
+    )
+    assert len(result.stdout.splitlines()) == 2
+    assert "error" not in result.stderr and "Broken pipe" not in result.stderr
+
+
+@pytest.mark.slow  # four munet processes (about 15 s alone, 50 s on a loaded 2-core box)
+def test_sigterm_stops_a_run_like_ctrl_c(tmp_path):
+    state = tmp_path / "state"
+    subprocess.run(
+        [*MUNET, "root", "--agent", "VitCpu", "-d", str(state), *SETS, "--root", "random_init"],
+        env=_env(),
+        check=True,
+        capture_output=True,
+    )
+    run = [*MUNET, "run", "--agent", "VitCpu", "--task", "digits", "--cycles", "50"]
+    process = subprocess.Popen(
+        [*run, "-d", str(state), *SETS, "-q"],
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    agent_dir = state / "VitCpu~digits"
+    deadline = time.time() + 120
+    # Stop it while a state is being written when that is seen (the cleanup's hard case),
+    # else once a state is committed.
+    while time.time() < deadline and process.poll() is None:
+        if agent_dir.is_dir() and (
+            any(p.name.startswith(".tmp-") for p in agent_dir.iterdir())
+            or any(agent_dir.glob("state_*"))
+        ):
+            break
+        time.sleep(0.001)
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == EXIT_TERMINATED == 143, (out, err)
+    assert "munet: error: terminated (SIGTERM)" in err and "Traceback" not in err
+    assert not [p.name for p in agent_dir.iterdir() if p.name.startswith(".tmp-")]
+    # The lock is released: a rerun goes on from the committed state.
+    rerun = subprocess.run(
+        [*MUNET, "run", "--agent", "VitCpu", "--task", "digits", "--cycles", "1"]
+        + ["-d", str(state), *SETS, "-q"],
+        env=_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert rerun.returncode == 0, rerun.stderr
+
+
+def test_report_out_where_no_file_can_be_made_is_exit_7_naming_out(tmp_path, capsys):
+    from munet.agents.root import create_root_model
+    from munet.config import apply_overrides, get_preset
+
+    config = apply_overrides(get_preset("VitCpu"), TINY_OVERRIDES)
+    create_root_model(config, tmp_path / "state", "random_init")
+    # /proc takes no new files (even for root): "No such file or directory" on the temp file.
+    code = main(["report", "-d", str(tmp_path / "state"), "--out", "/proc/munet-report.html"])
+    err = capsys.readouterr().err
+    assert code == EXIT_NO_PERMISSION == 7
+    assert err.startswith("munet: error: cannot write --out /proc/munet-report.html: ")
