@@ -15,8 +15,8 @@ drawn from a seed; images are vectorised over the batch, on any torch device):
 A *mix* joins recipes with ``+`` (``fractal_ex+contours_ex+noise``): the classes are split
 among them (the first ones take the remainder), class ``i`` of the mix is a class of one
 recipe, and a batch draws its labels uniformly over all classes. Each recipe's classes come
-from their own seed derived from the mix's, so a recipe's classes do not depend on its
-neighbours in the mix.
+from their own seed derived from the mix's, so for a class count a recipe's classes do not
+depend on its neighbours in the mix.
 
 Nothing here reads or resembles an evaluation task: no dataset, no digits, no shapes on a
 background, no sprites, no rendered solids (these modules import nothing from munet outside
