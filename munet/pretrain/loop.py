@@ -67,7 +67,9 @@ __all__ = [
     "pretrain",
 ]
 PRECISIONS = ("fp32", "bf16")
-# Steps timed before a --minutes budget is turned into a step count.
+# Steps timed (after PROBE_WARMUP untimed ones) before a --minutes budget is turned into a
+# step count.
+PROBE_WARMUP = 3
 PROBE_STEPS = 10
 
 
@@ -233,6 +235,8 @@ def _run(
     # wait for the GPU every step.
     loss_sum = torch.zeros((), device=torch_device)
     loss_count = 0
+    # Where a minutes budget's timing starts (moved past the warm-up steps when they run here).
+    probe_start, probe_from = session_start, meta["step"]
     # The next batch is rendered on a second thread while this one trains (torch ops
     # release the GIL); each batch is a pure function of its step, so order is unaffected.
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -250,9 +254,16 @@ def _run(
             loss_count += 1
             meta["step"] = step + 1
             meta["seconds"] = seconds_before + time.perf_counter() - session_start
-            if meta["total_steps"] is None and meta["step"] == PROBE_STEPS:
-                per_step = meta["seconds"] / PROBE_STEPS
-                meta["total_steps"] = max(PROBE_STEPS, int(minutes * 60 / per_step))
+            if meta["total_steps"] is None and meta["step"] == PROBE_WARMUP:
+                _sync(torch_device)
+                probe_start, probe_from = time.perf_counter(), meta["step"]
+            if meta["total_steps"] is None and meta["step"] >= PROBE_WARMUP + PROBE_STEPS:
+                # Timed after a few warm-up steps (a GPU's first steps pay for its set-up)
+                # and with the device synchronised (its queue would hide the true rate).
+                _sync(torch_device)
+                per_step = (time.perf_counter() - probe_start) / (meta["step"] - probe_from)
+                left = minutes * 60 - (time.perf_counter() - session_start)
+                meta["total_steps"] = meta["step"] + max(0, int(left / per_step))
                 log.info(
                     "%.1f minutes at %.3f s/step: %d steps", minutes, per_step, meta["total_steps"]
                 )
@@ -316,6 +327,11 @@ def _train_step(
     return loss.detach()
 
 
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def _autocast(precision: str, device: torch.device):
     if precision == "bf16":
         return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
@@ -324,8 +340,8 @@ def _autocast(precision: str, device: torch.device):
 
 def _minutes_probe_total(minutes: float | None) -> int:
     # While a minutes budget is timed, the schedule assumes a long run (warmup only: the first
-    # PROBE_STEPS steps sit in the warmup of any budget of 200 steps or more).
-    return max(PROBE_STEPS * 20, int((minutes or 1) * 60))
+    # probe steps sit in the warmup of any budget of 260 steps or more).
+    return max((PROBE_WARMUP + PROBE_STEPS) * 20, int((minutes or 1) * 60))
 
 
 def _bar(total: int, initial: int):
