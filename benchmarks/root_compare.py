@@ -56,7 +56,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-train", type=int, default=2000)
     parser.add_argument("--max-eval", type=int, default=1000)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--workers", type=int, default=1, help="processes (CPU); 1 on a GPU")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="processes (on a GPU too: they share it)"
+    )
     parser.add_argument("--card", help="store the NEW root's figures in this card")
     parser.add_argument("--json", help="write all figures here")
     parser.add_argument("--quick", action="store_true", help="tiny smoke run")
@@ -96,7 +98,8 @@ def main(argv: list[str] | None = None) -> dict:
     preset = get_preset(args.agent)
     layers = int(preset.hparams_defaults["num_layers"])
     default_size = int(preset.hparams_defaults["ds_image_size"])
-    workers = 1 if args.device.startswith("cuda") else max(1, args.workers)
+    # On a GPU several processes share it: these small models leave it mostly idle alone.
+    workers = max(1, args.workers)
     threads = max(1, (os.cpu_count() or 1) // workers)
     roles = {"old": args.old, "new": args.new}
     jobs = [

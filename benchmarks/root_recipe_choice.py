@@ -6,7 +6,9 @@ scored on every evaluation task (``digits``, ``synth/*`` and the 1k suite's ``1k
 munet.tasks.suite exists) by a linear probe of the frozen root and a short fine-tune
 (``--finetune-steps``), both trained on the task's train split and scored on its
 **validation** split at the candidate's image size (munet.pretrain.root_eval). Test splits are
-never read here. The score of a candidate is the mean over tasks of (probe + fine-tune) / 2;
+never read here. With ``--max-seconds`` a candidate stops at that pretraining time (the
+table gives its steps): candidates then compete at one time budget, not one step count. The
+score of a candidate is the mean over tasks of (probe + fine-tune) / 2;
 the table lists every candidate, the random-init model of each size as a reference, and the
 line ``chosen: ...`` names the best candidate with the exact ``munet pretrain`` command for it.
 Everything goes to ``OUT/choice.json``; pretraining runs resume from ``OUT/<candidate>/``.
@@ -74,7 +76,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-train", type=int, default=2000, help="train examples per task")
     parser.add_argument("--max-eval", type=int, default=1000, help="validation examples per task")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--workers", type=int, default=1, help="processes (CPU); 1 on a GPU")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="processes (on a GPU too: they share it)"
+    )
     parser.add_argument("--max-seconds", type=float, help="pretraining time limit per candidate")
     parser.add_argument("--out", default="out/root_recipe_choice")
     parser.add_argument("--quick", action="store_true", help="tiny smoke run (CPU, seconds)")
@@ -152,7 +156,8 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     start = time.perf_counter()
-    workers = 1 if args.device.startswith("cuda") else args.workers
+    # On a GPU several processes share it: these small models leave it mostly idle alone.
+    workers = max(1, args.workers)
     threads = _threads(workers)
     preset = get_preset(args.agent)
     jobs = [
@@ -194,10 +199,11 @@ def main(argv: list[str] | None = None) -> dict:
         f"\nvalidation accuracy, mean over {len(args.tasks)} tasks ({', '.join(args.tasks)}); "
         f"pretraining {args.steps} steps, fine-tune {args.finetune_steps} steps, {args.device}"
     )
-    print(f"{'candidate':<42}{'held-out':>9}{'probe':>8}{'tune':>8}{'score':>8}")
+    print(f"{'candidate':<42}{'steps':>6}{'held-out':>9}{'probe':>8}{'tune':>8}{'score':>8}")
     for label, row in sorted(rows.items(), key=lambda item: -item[1]["score"]):
         held = pretrained.get(label, {}).get("pretrain_accuracy")
-        shown = f"{held:>9.3f}" if held is not None else f"{'-':>9}"
+        steps = pretrained.get(label, {}).get("steps", "-")
+        shown = f"{steps:>6}" + (f"{held:>9.3f}" if held is not None else f"{'-':>9}")
         print(f"{label:<42}{shown}{row['probe_mean']:>8.3f}{row['finetune_mean']:>8.3f}"
               f"{row['score']:>8.3f}")  # fmt: skip
     chosen = max(args.candidates, key=lambda c: rows[c]["score"])
