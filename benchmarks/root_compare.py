@@ -70,15 +70,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def image_size_of(root: str, args: argparse.Namespace, default: int) -> int:
-    """The size a root was pretrained at (its card next to it, or a shipped root's card)."""
-    if args.image_size:
-        return args.image_size
+def shape_of(root: str, args: argparse.Namespace, default: tuple[int, int]) -> tuple[int, int]:
+    """(image size, blocks) a root was pretrained with: its card next to it (a run's
+    ``card.json`` or a shipped root's ``PRESET.json``), else the preset's; ``--image-size``
+    overrides the size."""
+    size, layers = default
     if root != "random_init":
         for card in (Path(root).with_name("card.json"), Path(root).with_suffix(".json")):
             if card.is_file():
-                return int(json.loads(card.read_text())["recipe"]["image_size"])
-    return default
+                recipe = json.loads(card.read_text())["recipe"]
+                size, layers = int(recipe["image_size"]), int(recipe["num_layers"])
+                break
+    return (args.image_size or size), layers
 
 
 def job(spec: dict) -> dict:
@@ -96,15 +99,16 @@ def job(spec: dict) -> dict:
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     preset = get_preset(args.agent)
-    layers = int(preset.hparams_defaults["num_layers"])
-    default_size = int(preset.hparams_defaults["ds_image_size"])
+    default = (int(preset.hparams_defaults["ds_image_size"]),
+               int(preset.hparams_defaults["num_layers"]))  # fmt: skip
     # On a GPU several processes share it: these small models leave it mostly idle alone.
     workers = max(1, args.workers)
     threads = max(1, (os.cpu_count() or 1) // workers)
     roles = {"old": args.old, "new": args.new}
+    shapes = {role: shape_of(root, args, default) for role, root in roles.items()}
     jobs = [
-        {"role": role, "root": root, "task": task, "model": preset.model, "num_layers": layers,
-         "size": image_size_of(root, args, default_size), "steps": args.steps,
+        {"role": role, "root": root, "task": task, "model": preset.model,
+         "num_layers": shapes[role][1], "size": shapes[role][0], "steps": args.steps,
          "split": args.split, "device": args.device, "max_train": args.max_train,
          "max_eval": args.max_eval, "threads": threads}
         for role, root in roles.items() for task in args.tasks
