@@ -14,7 +14,8 @@ drawn from a seed; images are vectorised over the batch, on any torch device):
 
 A *mix* joins recipes with ``+`` (``fractal_ex+contours_ex+noise``): the classes are split
 among them (the first ones take the remainder), class ``i`` of the mix is a class of one
-recipe, and a batch draws its labels uniformly over all classes. Each recipe's classes come
+recipe; each recipe fills its share of every batch (its share of the classes), with labels
+uniform within it, and the batch is shuffled. Each recipe's classes come
 from their own seed derived from the mix's, so for a class count a recipe's classes do not
 depend on its neighbours in the mix.
 
@@ -138,26 +139,40 @@ def sample_batch(
     g: torch.Generator,
     points: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """A batch of (images (B, 3, S, S) in [-1, 1], labels (B,) int64), classes uniform.
+    """A batch of (images (B, 3, S, S) in [-1, 1], labels (B,) int64), classes uniform
+    (for a mix: uniform within each recipe's fixed share of the batch).
 
     Everything is drawn from ``g`` and made on its device (``recipe`` must be there too:
     :meth:`Recipe.to`). ``points``: chaos-game chains per fractal image (default one per two
     output pixels; each chain draws several points).
     """
     device = g.device
-    labels = torch.randint(0, recipe.num_classes, (batch_size,), generator=g, device=device)
     if len(recipe.parts) == 1:
+        labels = torch.randint(0, recipe.num_classes, (batch_size,), generator=g, device=device)
         kind, _, _, params = recipe.parts[0]
         return _render(kind, params, labels, image_size, g, points), labels
-    images = torch.empty(batch_size, 3, image_size, image_size, device=device)
-    for kind, first, count, params in recipe.parts:
-        chosen = ((labels >= first) & (labels < first + count)).nonzero().squeeze(1)
-        # Rendered even when empty (a no-op batch) would cost a sync on CUDA: skip only on CPU
-        # where the check is free; on CUDA an empty index renders zero images cheaply.
-        if device.type == "cpu" and chosen.numel() == 0:
+    # A mix: each recipe gets a fixed share of the batch (its share of the classes), so the
+    # split needs no look at the labels (on a GPU that would stall the stream), then the
+    # batch is shuffled. Labels are uniform within each recipe.
+    images, labels = [], []
+    for (kind, first, count, params), size in zip(
+        recipe.parts, _shares(recipe, batch_size), strict=True
+    ):
+        if size == 0:
             continue
-        images[chosen] = _render(kind, params, labels[chosen] - first, image_size, g, points)
-    return images, labels
+        local = torch.randint(0, count, (size,), generator=g, device=device)
+        images.append(_render(kind, params, local, image_size, g, points))
+        labels.append(local + first)
+    order = torch.randperm(batch_size, generator=g, device=device)
+    return torch.cat(images)[order], torch.cat(labels)[order]
+
+
+def _shares(recipe: Recipe, batch_size: int) -> list[int]:
+    """Images per recipe of a mix: proportional to its classes, the remainder to the first."""
+    sizes = [batch_size * count // recipe.num_classes for _, _, count, _ in recipe.parts]
+    for index in range(batch_size - sum(sizes)):
+        sizes[index % len(sizes)] += 1
+    return sizes
 
 
 def _render(kind: str, params: dict, labels: torch.Tensor, image_size: int, g: torch.Generator,
