@@ -149,6 +149,11 @@ def pretrain(
     rerun = work.exists()
     work.mkdir(parents=True, exist_ok=True)
     torch_device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    if torch_device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(
+            f"device {device!r}: this torch ({torch.__version__}) sees no CUDA device; use "
+            "--device cpu or a CUDA build of torch on a machine with a GPU"
+        )
     with WorkDirLock(work):
         return _run(
             spec, work, rerun, steps, minutes, checkpoint_every, root_dtype, torch_device,

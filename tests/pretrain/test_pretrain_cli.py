@@ -99,8 +99,22 @@ def test_a_short_run_checkpoints_within_itself_and_a_rerun_says_it_starts_over(
 
 def test_the_card_records_recipe_mix_device_precision_and_empty_figures(tmp_path, capsys):
     out = tmp_path / "run"
-    args = ["pretrain", "--agent", "VitCpu", "--steps", "2", "--out", str(out), "--recipe",
-            "fractal_ex+contours_ex+noise", "--device", "cpu", "--precision", "fp32", *TINY]
+    args = [
+        "pretrain",
+        "--agent",
+        "VitCpu",
+        "--steps",
+        "2",
+        "--out",
+        str(out),
+        "--recipe",
+        "fractal_ex+contours_ex+noise",
+        "--device",
+        "cpu",
+        "--precision",
+        "fp32",
+        *TINY,
+    ]
     args[args.index("--classes") + 1] = "7"
     assert main(args) == 0  # fmt: skip
     card = json.loads((out / "card.json").read_text())
@@ -113,3 +127,23 @@ def test_the_card_records_recipe_mix_device_precision_and_empty_figures(tmp_path
     assert "--recipe fractal_ex+contours_ex+noise" in card["command"]
     assert "--precision fp32" in card["command"]
     assert "7 classes" in capsys.readouterr().out
+
+
+def test_device_cuda_without_a_gpu_is_bad_input_not_a_crash(tmp_path, capsys, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    out = str(tmp_path / "run")
+    assert main(["pretrain", "--agent", "VitCpu", "--steps", "1", "--out", out, "--device",
+                 "cuda", *TINY]) == 2  # fmt: skip
+    assert "sees no CUDA device" in capsys.readouterr().err
+
+
+def test_auto_precision_is_bf16_on_a_gpu_and_the_presets_on_a_cpu(monkeypatch):
+    from munet.cli import pretrain as cli
+    from munet.training import precision
+
+    monkeypatch.setattr(precision, "native_bf16", lambda device: str(device).startswith("cuda"))
+    assert cli._precision("auto", "fp32", "cuda") == "bf16"
+    assert cli._precision("auto", "fp32", "cpu") == "fp32"
+    assert cli._precision("fp32", "auto", "cuda") == "fp32"
