@@ -104,7 +104,7 @@ def munet_images_per_second(spec, steps, device, precision, eval_examples) -> fl
             precision=precision, progress=False, eval_examples=eval_examples,
         )  # fmt: skip
     first, second = result.card["history"][:2]
-    return steps * spec.batch_size / (second["seconds"] - first["seconds"])
+    return steps * spec.batch_size / max(1e-9, second["seconds"] - first["seconds"])
 
 
 def generator_images_per_second(spec, recipe, steps, device) -> float:

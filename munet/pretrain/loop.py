@@ -294,7 +294,7 @@ def _run(
                         "step": meta["step"],
                         "train_loss": round(float(loss_sum) / max(1, loss_count), 4),
                         "val_accuracy": accuracy,
-                        "seconds": round(meta["seconds"], 1),
+                        "seconds": round(meta["seconds"], 3),
                     }
                 )
                 loss_sum.zero_()
