@@ -21,7 +21,7 @@
 # Needs: a Python with torch (CUDA build) and munet's dependencies (PYTHON=...); the working
 # tree of munet (this script cds to it and puts it on PYTHONPATH).
 # Knobs (environment): PYTHON, DEVICE, T_CHOICE, T_VITCPU, T_VITT3, T_COMPARE (seconds),
-# CHOICE_STEPS, BATCH, CKPT, FALLBACK, CANDIDATES.
+# BATCH, CKPT, FALLBACK, CANDIDATES.
 set -u
 ROOT_DIR="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT_DIR"
@@ -47,11 +47,11 @@ else
   # 130 + 65 + 75 + 45 = 315 s of stages, ~15 s of start-up and copying: under 6 minutes.
   T_CHOICE="${T_CHOICE:-130}"; T_VITCPU="${T_VITCPU:-65}"; T_VITT3="${T_VITT3:-75}"
   T_COMPARE="${T_COMPARE:-45}"
-  CHOICE_STEPS="${CHOICE_STEPS:-3000}"
-  # Candidates pretrain side by side on the one GPU (processes share it), each stopped at
-  # 40 s; then 8 processes probe and fine-tune every root on every task.
-  CHOICE_ARGS=(--steps "$CHOICE_STEPS" --finetune-steps 128 --max-train 1000 --max-eval 500
-               --max-seconds 40 --workers 8)
+  # Candidates pretrain side by side on the one GPU (processes share it), each for a 35 s
+  # schedule (stopped at 45 s in any case); then 8 processes probe and fine-tune every root on
+  # every task.
+  CHOICE_ARGS=(--minutes 0.58 --max-seconds 45 --finetune-steps 128 --max-train 1000
+               --max-eval 500 --workers 8)
   CANDIDATES="${CANDIDATES:-fractal:100:16 $MIX:1000:16 $MIX:1000:24 $MIX:1000:32}"
   BATCH="${BATCH:-128}"; CKPT="${CKPT:-500}"
   TINY=()

@@ -70,6 +70,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--agent", default="VitCpu", help="preset whose root is chosen")
     parser.add_argument("--candidates", nargs="+", default=DEFAULT_CANDIDATES)
     parser.add_argument("--steps", type=int, default=2000, help="pretraining steps each")
+    parser.add_argument(
+        "--minutes",
+        type=float,
+        help="pretraining time each instead of --steps (the schedule fits it)",
+    )
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--finetune-steps", type=int, default=128)
     parser.add_argument("--tasks", nargs="+", default=None, help="default: embedded + 1k suite")
@@ -110,8 +115,9 @@ def pretrain_job(job: dict) -> dict:
         num_classes=classes, batch_size=job["batch_size"],
     ).validate()  # fmt: skip
     precision = "bf16" if job["device"].startswith("cuda") else "fp32"
+    budget = {"minutes": job["minutes"]} if job["minutes"] else {"steps": job["steps"]}
     result = pretrain(
-        spec, job["work"], steps=job["steps"], device=job["device"], precision=precision,
+        spec, job["work"], **budget, device=job["device"], precision=precision,
         progress=False, max_seconds=job["max_seconds"], command=job["command"],
         eval_examples=256,
     )  # fmt: skip
@@ -148,7 +154,8 @@ def run_pool(function, jobs: list[dict], workers: int):
 def command_for(args: argparse.Namespace, candidate: str) -> str:
     recipe, classes, size = parse_candidate(candidate)
     return (f"munet pretrain --agent {args.agent} --recipe {recipe} --classes {classes} "
-            f"--image-size {size} --batch-size {args.batch_size} --steps {args.steps} "
+            f"--image-size {size} --batch-size {args.batch_size} "
+            f"{f'--minutes {args.minutes}' if args.minutes else f'--steps {args.steps}'} "
             f"--out {os.path.join(args.out, label_of(candidate))}")  # fmt: skip
 
 
@@ -162,7 +169,8 @@ def main(argv: list[str] | None = None) -> dict:
     preset = get_preset(args.agent)
     jobs = [
         {"candidate": c, "agent": args.agent, "work": os.path.join(args.out, label_of(c)),
-         "steps": args.steps, "batch_size": args.batch_size, "device": args.device,
+         "steps": args.steps, "minutes": args.minutes, "batch_size": args.batch_size,
+         "device": args.device,
          "threads": threads, "max_seconds": args.max_seconds, "command": command_for(args, c)}
         for c in args.candidates
     ]  # fmt: skip
@@ -195,9 +203,10 @@ def main(argv: list[str] | None = None) -> dict:
         probe = statistics.fmean(by_task[t]["probe"] for t in args.tasks)
         tune = statistics.fmean(by_task[t]["finetune"] for t in args.tasks)
         rows[label] = {"probe_mean": probe, "finetune_mean": tune, "score": (probe + tune) / 2}
+    budget = f"{args.minutes} min" if args.minutes else f"{args.steps} steps"
     print(
         f"\nvalidation accuracy, mean over {len(args.tasks)} tasks ({', '.join(args.tasks)}); "
-        f"pretraining {args.steps} steps, fine-tune {args.finetune_steps} steps, {args.device}"
+        f"pretraining {budget}, fine-tune {args.finetune_steps} steps, {args.device}"
     )
     print(f"{'candidate':<42}{'steps':>6}{'held-out':>9}{'probe':>8}{'tune':>8}{'score':>8}")
     for label, row in sorted(rows.items(), key=lambda item: -item[1]["score"]):
