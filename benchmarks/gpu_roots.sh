@@ -84,8 +84,10 @@ run choice "$T_CHOICE" "$PYTHON" benchmarks/root_recipe_choice.py --device "$DEV
   --candidates $CANDIDATES "${CHOICE_ARGS[@]}" --batch-size "$BATCH" --out "$OUT/choice"
 CHOSEN="$("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["chosen"])' \
   "$OUT/choice/choice.json" 2>/dev/null)" || CHOSEN=""
+CHOSEN_BY="benchmarks/root_recipe_choice.py, validation splits only (choice/choice.json)"
 if [ -z "$CHOSEN" ]; then
   CHOSEN="$FALLBACK"
+  CHOSEN_BY="fallback: the choice stage left no choice.json (see log.txt)"
   log "no choice.json: falling back to $CHOSEN (say so on the card)"
 fi
 IFS=: read -r RECIPE CLASSES SIZE <<< "$CHOSEN"
@@ -121,11 +123,10 @@ fi
 for agent in VitCpu VitT3; do
   if [ -f "$OUT/$agent/root.safetensors" ] && [ -f "$OUT/$agent/card.json" ]; then
     cp "$OUT/$agent/root.safetensors" "$OUT/$agent.safetensors"
-    "$PYTHON" - "$OUT/$agent/card.json" "$OUT/$agent.json" "$CHOSEN" >> "$LOG" 2>&1 <<'PY'
+    "$PYTHON" - "$OUT/$agent/card.json" "$OUT/$agent.json" "$CHOSEN" "$CHOSEN_BY" >> "$LOG" 2>&1 <<'PY'
 import json, sys
 card = json.load(open(sys.argv[1]))
-card["recipe_choice"] = {"chosen": sys.argv[3], "by": "benchmarks/root_recipe_choice.py, "
-                         "validation splits only (choice/choice.json)"}
+card["recipe_choice"] = {"chosen": sys.argv[3], "by": sys.argv[4]}
 json.dump(card, open(sys.argv[2], "w"), indent=1)
 print(f"{sys.argv[2]}: {card['steps']}/{card['planned_steps']} steps, {card['seconds']} s, "
       f"{card['device']} {card['precision']}, held-out {card['val_accuracy']}")
