@@ -52,7 +52,7 @@ else
   # every task.
   CHOICE_ARGS=(--minutes 0.58 --max-seconds 45 --finetune-steps 128 --max-train 1000
                --max-eval 500 --workers 8)
-  CANDIDATES="${CANDIDATES:-fractal:100:16 $MIX:1000:16 $MIX:1000:24 $MIX:1000:32}"
+  CANDIDATES="${CANDIDATES:-fractal:100:16 $MIX:300:16 $MIX:1000:16 $MIX:1000:24 $MIX:1000:32}"
   BATCH="${BATCH:-128}"; CKPT="${CKPT:-500}"
   TINY=()
   COMPARE_ARGS=(--steps 128 384 --max-train 1000 --max-eval 500 --workers 8)
