@@ -4,7 +4,10 @@
     munet root --agent VitCpu --root checkpoint \
         --set checkpoint_path=pretrain/VitCpu/root.safetensors
 
-Rerunning the same command resumes from the last checkpoint in --out (also after kill -9).
+Rerunning the same command resumes from the last checkpoint in --out (also after kill -9);
+a second process on the same --out exits 3 (the work dir is locked while a run holds it).
+Recipes: fractal, fractal_ex, contours, contours_ex, noise, or a mix joined by '+'
+(docs/pretrain.md).
 """
 
 from __future__ import annotations
@@ -32,7 +35,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     budget.add_argument("--steps", type=int, help="train steps (deterministic budget)")
     budget.add_argument("--minutes", type=float, help="wall-clock budget, turned into steps")
     parser.add_argument("--out", required=True, help="work dir: state, root and card")
-    parser.add_argument("--recipe", default="fractal", help="fractal (default) or contours")
+    parser.add_argument(
+        "--recipe",
+        default="fractal",
+        help="fractal (default), fractal_ex, contours, contours_ex, noise, or a mix joined by "
+        "'+' (fractal_ex+contours_ex+noise); docs/pretrain.md",
+    )
     parser.add_argument("--classes", type=int, default=100, help="pretraining classes (100)")
     parser.add_argument("--batch-size", type=int, default=128, help="batch size (128)")
     parser.add_argument("--lr", type=float, default=1e-3, help="AdamW peak learning rate")
@@ -54,6 +62,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--device", help="cpu or cuda (default: cuda when available)")
     parser.add_argument(
+        "--precision",
+        default="auto",
+        choices=["auto", "fp32", "bf16"],
+        help="auto (default): bf16 autocast on a GPU with native bf16, the preset's precision "
+        "on a CPU",
+    )
+    parser.add_argument(
+        "--max-seconds",
+        type=float,
+        help="end this session with a checkpoint after this much training (rerun to go on)",
+    )
+    parser.add_argument(
         "--threads", type=int, default=0, help="intra-op threads (0: all usable cores)"
     )
     parser.add_argument(
@@ -73,6 +93,7 @@ _RECORDED = (
     ("--seed", "seed", 0),
     ("--checkpoint-every", "checkpoint_every", 100),
     ("--dtype", "dtype", "float32"),
+    ("--precision", "precision", "auto"),
 )
 
 
@@ -95,8 +116,11 @@ def _pretrain(args: argparse.Namespace) -> int:
     import json
     import logging
 
+    import torch
+
+    from munet.cli.errors import EXIT_LOCKED
     from munet.config import ConfigError, get_preset
-    from munet.pretrain.loop import PretrainSpec, PretrainStateError, pretrain
+    from munet.pretrain.loop import PretrainLockedError, PretrainSpec, PretrainStateError, pretrain
     from munet.training.threads import apply_thread_policy
 
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
@@ -126,6 +150,8 @@ def _pretrain(args: argparse.Namespace) -> int:
             seed=args.seed,
         ).validate()
         threads = apply_thread_policy(args.threads)
+        device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        precision = _precision(args.precision, config.precision, device)
         result = pretrain(
             spec,
             args.out,
@@ -133,11 +159,16 @@ def _pretrain(args: argparse.Namespace) -> int:
             minutes=args.minutes,
             checkpoint_every=args.checkpoint_every,
             root_dtype=args.dtype,
-            device=args.device,
+            device=device,
+            precision=precision,
+            max_seconds=args.max_seconds,
             progress=args.progress,
             command=_command_line(args),
             eval_examples=args.eval_examples,
         )
+    except PretrainLockedError as err:
+        print(f"munet: error: {err}", file=sys.stderr)
+        return EXIT_LOCKED
     except PretrainStateError as err:
         print(f"munet: error: {err}", file=sys.stderr)
         return 4
@@ -146,10 +177,23 @@ def _pretrain(args: argparse.Namespace) -> int:
         return 2
     card = result.card
     print(
-        f"pretrained {config.name} ({spec.recipe}): {card['steps']} steps in "
-        f"{card['seconds']:.0f} s on {threads} threads, held-out accuracy "
+        f"pretrained {config.name} ({spec.recipe}, {spec.num_classes} classes): "
+        f"{card['steps']}/{card['planned_steps']} steps in {card['seconds']:.0f} s on "
+        f"{device} ({precision}, {threads} threads), held-out accuracy "
         f"{card['val_accuracy']:.3f}; root {result.root_file} (sha256 {card['sha256'][:12]}); "
         f"card {result.card_file}"
     )
     print(json.dumps({"root": str(result.root_file), "card": str(result.card_file)}))
     return 0
+
+
+def _precision(requested: str, preset_precision: str, device: str) -> str:
+    """``fp32`` or ``bf16`` for the run: ``auto`` is bf16 on a GPU with native bf16, else the
+    preset's precision resolved for the device (VitCpu's is fp32: faster on CPUs)."""
+    from munet.training.precision import resolve_precision
+
+    if requested != "auto":
+        return requested
+    if device.startswith("cuda"):
+        return resolve_precision("auto", device)
+    return resolve_precision(preset_precision, device)

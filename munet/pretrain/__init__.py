@@ -1,10 +1,14 @@
 """munet.pretrain: roots that know something, pretrained offline on procedural images.
 
-- :mod:`munet.pretrain.generators`: formula-driven image classes (``fractal``: FractalDB-style
-  iterated function systems; ``contours``: radial contours), rendered in batches on the fly,
+- :mod:`munet.pretrain.generators`: formula-driven image classes (``fractal``, ``fractal_ex``,
+  ``contours``, ``contours_ex``, ``noise``, and ``+`` mixes of them; one module per family in
+  :mod:`munet.pretrain.recipes`), rendered in batches on the fly on the training device,
   disjoint from every evaluation task.
-- :mod:`munet.pretrain.loop`: :func:`pretrain` (resumable, deterministic for a seed) writes a
-  headless root (safetensors, munet component names) and its card (JSON).
+- :mod:`munet.pretrain.loop`: :func:`pretrain` (resumable, locked, deterministic for a seed)
+  writes a headless root (safetensors, munet component names) and its card
+  (:mod:`munet.pretrain.card`); :mod:`munet.pretrain.spec` holds what decides the weights.
+- :mod:`munet.pretrain.root_eval`: a root's linear probe and short fine-tune on the validation
+  (or, once, test) split of an evaluation task.
 - :mod:`munet.pretrain.roots`: the built-in roots shipped for the presets (``VitCpu``,
   ``VitT3``): :func:`builtin_root`, :func:`builtin_roots`, :func:`verify_root`.
 

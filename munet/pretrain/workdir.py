@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -78,3 +79,59 @@ def load_state(
     opt_state["state"] = per_param
     optimizer.load_state_dict(opt_state)
     return meta
+
+
+LOCK_FILE = ".lock"
+
+
+class PretrainLockedError(RuntimeError):
+    """Another process is pretraining in the same work dir."""
+
+
+class WorkDirLock:
+    """Exclusive use of a pretraining work dir: an ``flock`` on ``<work>/.lock``.
+
+    The kernel drops the lock when its process dies (also on ``kill -9``), so a stale file never
+    blocks a rerun; the file is never deleted (two processes would then lock two inodes). It
+    records the holder's pid and start time, named in the refusal. Where ``fcntl`` is missing
+    (Windows) no lock is taken.
+
+    Raises:
+        PretrainLockedError: from ``__enter__`` when another process holds the work dir.
+    """
+
+    def __init__(self, work: Path) -> None:
+        self.path = Path(work) / LOCK_FILE
+        self._handle = None
+
+    def __enter__(self) -> WorkDirLock:
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: nothing to lock with
+            return self
+        handle = open(self.path, "a+")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown process"
+            handle.close()
+            raise PretrainLockedError(
+                f"{self.path.parent} is being pretrained by another process ({holder}); wait "
+                "for it to end or use another --out"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(
+            json.dumps(
+                {"pid": os.getpid(), "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            )
+        )
+        handle.flush()
+        self._handle = handle
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._handle is not None:
+            self._handle.close()  # closing the descriptor releases the flock
+            self._handle = None

@@ -15,7 +15,7 @@ def test_pretrain_writes_a_root_and_card_and_resumes(tmp_path, capsys):
         f"munet pretrain --agent VitCpu --steps 2 --out {out} --classes 3 --batch-size 4 "
         "--image-size 8"
     )
-    assert "pretrained VitCpu (fractal): 2 steps" in capsys.readouterr().out
+    assert "pretrained VitCpu (fractal, 3 classes): 2/2 steps" in capsys.readouterr().out
     # Rerun of the same command: already done, same root.
     assert main(["pretrain", "--agent", "VitCpu", "--steps", "2", "--out", out, *TINY]) == 0
     assert json.loads((tmp_path / "run" / "card.json").read_text())["sha256"] == card["sha256"]
@@ -47,3 +47,103 @@ def test_root_defaults_to_the_pretrained_root_and_random_init_stays(tmp_path, ca
     assert "VitCpu~root_model~pretrained" in capsys.readouterr().out
     assert main(["root", "--agent", "VitCpu", "-d", state, "--root", "random_init"]) == 0
     assert "VitCpu~root_model~random_init" in capsys.readouterr().out
+
+
+def test_a_second_process_on_the_same_out_exits_3(tmp_path, capsys):
+    import subprocess
+    import sys
+
+    out = tmp_path / "run"
+    out.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; from pathlib import Path\n"
+         "from munet.pretrain.workdir import WorkDirLock\n"
+         f"with WorkDirLock(Path({str(out)!r})):\n"
+         "    print('locked', flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        code = main(["pretrain", "--agent", "VitCpu", "--steps", "1", "--out", str(out), *TINY])
+        assert code == 3
+        err = capsys.readouterr().err
+        assert "another process" in err and "use another --out" in err
+        assert str(holder.pid) in err and not (out / "state.json").exists()
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    # Once the holder is gone (its lock died with it) the same command runs.
+    assert main(["pretrain", "--agent", "VitCpu", "--steps", "1", "--out", str(out), *TINY]) == 0
+
+
+def test_a_short_run_checkpoints_within_itself_and_a_rerun_says_it_starts_over(
+    tmp_path, capsys, caplog
+):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="munet.pretrain")
+    out = tmp_path / "run"
+    out.mkdir()  # as a run killed before its first checkpoint leaves it
+    assert main(["pretrain", "--agent", "VitCpu", "--steps", "20", "--out", str(out),
+                 "--checkpoint-every", "100", *TINY]) == 0  # fmt: skip
+    assert "starting over at step 0" in caplog.text
+    assert "checkpointing every 2 steps" in caplog.text
+    card = json.loads((out / "card.json").read_text())
+    assert [h["step"] for h in card["history"]] == list(range(2, 21, 2))
+    caplog.clear()
+    assert main(["pretrain", "--agent", "VitCpu", "--steps", "1", "--out", str(tmp_path / "new"),
+                 *TINY]) == 0  # fmt: skip
+    assert "new pretraining run" in caplog.text and "starting over" not in caplog.text
+
+
+def test_the_card_records_recipe_mix_device_precision_and_empty_figures(tmp_path, capsys):
+    out = tmp_path / "run"
+    args = [
+        "pretrain",
+        "--agent",
+        "VitCpu",
+        "--steps",
+        "2",
+        "--out",
+        str(out),
+        "--recipe",
+        "fractal_ex+contours_ex+noise",
+        "--device",
+        "cpu",
+        "--precision",
+        "fp32",
+        *TINY,
+    ]
+    args[args.index("--classes") + 1] = "7"
+    assert main(args) == 0  # fmt: skip
+    card = json.loads((out / "card.json").read_text())
+    assert card["recipes"] == [
+        {"recipe": "fractal_ex", "classes": 3}, {"recipe": "contours_ex", "classes": 2},
+        {"recipe": "noise", "classes": 2},
+    ]  # fmt: skip
+    assert card["device"] == "cpu" and card["precision"] == "fp32"
+    assert card["validation"] == {} and card["test"] == {}
+    assert "--recipe fractal_ex+contours_ex+noise" in card["command"]
+    assert "--precision fp32" in card["command"]
+    assert "7 classes" in capsys.readouterr().out
+
+
+def test_device_cuda_without_a_gpu_is_bad_input_not_a_crash(tmp_path, capsys, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    out = str(tmp_path / "run")
+    assert main(["pretrain", "--agent", "VitCpu", "--steps", "1", "--out", out, "--device",
+                 "cuda", *TINY]) == 2  # fmt: skip
+    assert "sees no CUDA device" in capsys.readouterr().err
+
+
+def test_auto_precision_is_bf16_on_a_gpu_and_the_presets_on_a_cpu(monkeypatch):
+    from munet.cli import pretrain as cli
+    from munet.training import precision
+
+    monkeypatch.setattr(precision, "native_bf16", lambda device: str(device).startswith("cuda"))
+    assert cli._precision("auto", "fp32", "cuda") == "bf16"
+    assert cli._precision("auto", "fp32", "cpu") == "fp32"
+    assert cli._precision("fp32", "auto", "cuda") == "fp32"

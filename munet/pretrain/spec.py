@@ -1,0 +1,130 @@
+"""What decides a pretrained root's weights: :class:`PretrainSpec`, its data stream (the batch
+of step ``s`` is a pure function of seed and ``s``), its learning-rate schedule, its fresh
+model and optimizer, and the held-out accuracy on the pretraining classes."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+
+import torch
+
+from munet.models import VitArch, init_components, load_components
+from munet.models.vit import VisionTransformer
+from munet.pretrain.generators import Recipe, recipe_kinds, sample_batch
+
+
+@dataclass(frozen=True)
+class PretrainSpec:
+    """Everything that decides the pretrained weights (the card's ``recipe``)."""
+
+    preset: str
+    model: str
+    num_layers: int
+    image_size: int
+    recipe: str = "fractal"
+    num_classes: int = 100
+    batch_size: int = 128
+    lr: float = 1e-3
+    weight_decay: float = 0.05
+    warmup_ratio: float = 0.05
+    label_smoothing: float = 0.1
+    seed: int = 0
+
+    def validate(self) -> PretrainSpec:
+        """Raises ValueError naming the first bad field."""
+        recipe_kinds(self.recipe)  # raises naming an unknown recipe
+        for name in ("num_layers", "image_size", "num_classes", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} {getattr(self, name)!r}: expected a positive integer")
+        if self.num_classes < 2 * len(recipe_kinds(self.recipe)):
+            raise ValueError(
+                f"num_classes {self.num_classes!r}: expected at least 2 per recipe of "
+                f"{self.recipe!r}"
+            )
+        if not (self.lr > 0 and 0 <= self.warmup_ratio < 1 and self.weight_decay >= 0):
+            raise ValueError(
+                f"lr {self.lr!r} / warmup_ratio {self.warmup_ratio!r} / weight_decay "
+                f"{self.weight_decay!r}: expected lr > 0, 0 <= warmup < 1, decay >= 0"
+            )
+        arch = self.arch()
+        if self.image_size % arch.patch_size:
+            raise ValueError(
+                f"image_size {self.image_size}: expected a multiple of the patch size "
+                f"{arch.patch_size} of {self.model}"
+            )
+        return self
+
+    def arch(self, num_classes: int | None = None) -> VitArch:
+        classes = self.num_classes if num_classes is None else num_classes
+        return VitArch.from_size(self.model, num_layers=self.num_layers, num_classes=classes)
+
+
+def _step_seed(seed: int, step: int, stream: str = "train") -> int:
+    digest = hashlib.sha256(f"munet-pretrain/{stream}/{seed}/{step}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
+
+
+def _recipe_device(recipe: Recipe) -> torch.device:
+    return next(iter(recipe.parts[0][3].values())).device
+
+
+def batch_for_step(
+    spec: PretrainSpec, recipe: Recipe, step: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The training batch of ``step`` (a pure function of spec and step, for one device
+    kind), rendered on the device ``recipe`` lives on."""
+    g = torch.Generator(device=_recipe_device(recipe)).manual_seed(_step_seed(spec.seed, step))
+    return sample_batch(recipe, spec.batch_size, spec.image_size, g)
+
+
+def lr_at(spec: PretrainSpec, step: int, total_steps: int) -> float:
+    """Linear warmup, then cosine decay to zero over ``total_steps``."""
+    warmup = max(1, int(spec.warmup_ratio * total_steps))
+    if step < warmup:
+        return spec.lr * (step + 1) / warmup
+    progress = (step - warmup) / max(1, total_steps - warmup)
+    return spec.lr * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+def new_model(spec: PretrainSpec) -> VisionTransformer:
+    arch = spec.arch()
+    model = VisionTransformer(arch, spec.image_size)
+    generator = torch.Generator().manual_seed(spec.seed)
+    return load_components(model, init_components(arch, spec.image_size, generator))
+
+
+def new_optimizer(model: torch.nn.Module, spec: PretrainSpec) -> torch.optim.AdamW:
+    # No weight decay on biases, norms, the cls token and the position embedding (1-D or
+    # embedding-like tensors), the usual ViT setting.
+    decay, no_decay = [], []
+    for name, param in model.named_parameters():
+        (no_decay if param.dim() < 2 or name.startswith(("cls.", "posembed")) else decay).append(
+            param
+        )
+    groups = [
+        {"params": decay, "weight_decay": spec.weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=spec.lr, betas=(0.9, 0.999))
+
+
+@torch.no_grad()
+def evaluate(
+    model: torch.nn.Module, spec: PretrainSpec, recipe: Recipe, device: torch.device, n: int = 1024
+) -> float:
+    """Accuracy on ``n`` held-out images (their own random stream, the same every call)."""
+    model.eval()
+    recipe = recipe.to(device)
+    g = torch.Generator(device=device).manual_seed(_step_seed(spec.seed, 0, "validation"))
+    correct = 0
+    for start in range(0, n, 256):
+        images, labels = sample_batch(recipe, min(256, n - start), spec.image_size, g)
+        logits = model(images)
+        correct += int((logits.argmax(dim=1) == labels).sum())
+    model.train()
+    return correct / n
+
+
+# ----------------------------------------------------------------------------- the run

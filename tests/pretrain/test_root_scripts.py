@@ -1,0 +1,126 @@
+"""Tiny CPU runs of the root scripts: recipe choice, root comparison, throughput, gpu_roots.sh."""
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from munet.pretrain.loop import pretrain
+from munet.pretrain.root_eval import (
+    evaluation_tasks,
+    fine_tune,
+    linear_probe,
+    load_task_data,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+BENCHMARKS = REPO / "benchmarks"
+
+
+def load_script(name):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def restore_threads():
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def test_root_eval_reads_validation_or_test_and_scores_in_range():
+    data = load_task_data("synth/color", 8, "validation", max_train=48, max_eval=24)
+    assert data.train_images.shape == (48, 3, 8, 8) and data.eval_images.shape[0] == 24
+    assert data.split == "validation" and data.num_classes == 6
+    test = load_task_data("synth/color", 8, "test", max_train=48, max_eval=24)
+    assert not torch.equal(test.eval_images, data.eval_images)  # another split
+    probe = linear_probe(None, data, "mu/4", 1, iterations=5)
+    tuned = fine_tune(None, data, "mu/4", 1, 2, batch_size=8)
+    assert 0 <= probe <= 1 and 0 <= tuned <= 1
+    with pytest.raises(ValueError, match="'train'"):
+        load_task_data("synth/color", 8, "train")
+    assert evaluation_tasks()[:2] == ["digits", "synth/shape"]
+
+
+def test_recipe_choice_scores_candidates_on_validation_and_names_one(
+    tmp_path, capsys, restore_threads, monkeypatch
+):
+    # Test splits are never read by the choice.
+    from munet.tasks.sources.base import Source
+
+    reads = []
+    for cls in Source.__subclasses__() + [Source]:
+        original = cls.__dict__.get("images")
+        if original is None:
+            continue
+
+        def spy(self, split, indices, _original=original):
+            reads.append(split)
+            return _original(self, split, indices)
+
+        monkeypatch.setattr(cls, "images", spy)
+    result = load_script("root_recipe_choice").main(["--quick", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert re.search(r"^chosen: (fractal:4:8|fractal_ex\+contours_ex\+noise:6:8) ", out, re.M)
+    assert "munet pretrain --agent VitCpu --recipe" in out
+    assert set(result["rows"]) == {"fractal:4:8", "fractal_ex+contours_ex+noise:6:8",
+                                   "random_init:8"}  # fmt: skip
+    assert result["chosen"] in result["rows"] and "random_init" not in result["chosen"]
+    saved = json.loads((tmp_path / "choice.json").read_text())
+    assert saved["chosen"] == result["chosen"]
+    assert "test" not in reads and "validation" in reads
+
+
+def test_root_compare_prints_the_probe_delta_and_stores_it_in_the_card(
+    tmp_path, capsys, tiny_spec, restore_threads
+):
+    result = pretrain(tiny_spec, tmp_path / "new", steps=2, progress=False, eval_examples=8)
+    load_script("root_compare").main(
+        ["--old", "random_init", "--new", str(result.root_file), "--quick",
+         "--card", str(result.card_file), "--json", str(tmp_path / "cmp.json")]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert re.search(r"^probe: new - old = [+-][0-9.]+ ", out, re.M)
+    assert len(re.findall(r"^ratio: [0-9.]+ \((2|4) steps fine-tune", out, re.M)) == 2
+    card = json.loads(result.card_file.read_text())
+    assert set(card["validation"]["results"]["synth/color"]) == {"probe", "finetune"}
+    assert card["test"] == {}
+    # The new root was scored at the size it was pretrained at (its card's).
+    assert "8 px" in out
+
+
+def test_pretrain_throughput_prints_a_ratio_and_the_generator_share(capsys, restore_threads):
+    figures = load_script("pretrain_throughput").main(["--quick"])
+    out = capsys.readouterr().out
+    assert re.search(r"^ratio: [0-9.]+ \(munet pretrain / plain PyTorch", out, re.M)
+    assert "rendering takes" in out
+    assert figures["plain"] > 0 and figures["munet"] > 0 and figures["generator"] > 0
+
+
+@pytest.mark.slow
+def test_gpu_roots_dry_run_leaves_roots_cards_and_a_log(tmp_path):
+    env = {**os.environ, "DRY": "1", "OUT": str(tmp_path), "PYTHON": sys.executable,
+           "OMP_NUM_THREADS": "1"}  # fmt: skip
+    subprocess.run(["bash", str(BENCHMARKS / "gpu_roots.sh")], env=env, check=True,
+                   capture_output=True, timeout=400)  # fmt: skip
+    log = (tmp_path / "log.txt").read_text()
+    for stage in ("choice", "VitCpu", "VitT3", "compare"):
+        assert f"stage {stage}: exit" in log
+    for agent in ("VitCpu", "VitT3"):
+        card = json.loads((tmp_path / f"{agent}.json").read_text())
+        assert card["preset"] == agent and card["steps"] > 0 and card["device"] == "cpu"
+        assert card["command"].startswith(f"munet pretrain --agent {agent}")
+        assert card["recipe_choice"]["chosen"]
+        assert (tmp_path / f"{agent}.safetensors").stat().st_size > 0
+    assert json.loads((tmp_path / "VitCpu.json").read_text())["validation"]["results"]
+    assert "munet pretrain --agent VitT3" in (tmp_path / "commands.txt").read_text()
