@@ -61,7 +61,9 @@ ROOTS_PID=$!
 until grep -q "stage VitCpu: exit" "$WORK/roots/log.txt" 2>/dev/null || ! kill -0 $ROOTS_PID 2>/dev/null; do
   sleep 2
 done
-if [ -f "$WORK/roots/VitCpu/root.safetensors" ] && [ -f "$WORK/roots/VitCpu/card.json" ]; then
+if [ "${DRY:-0}" = "1" ]; then
+  log "DRY: the benchmark runs from the shipped root (this tree is not a throwaway copy)"
+elif [ -f "$WORK/roots/VitCpu/root.safetensors" ] && [ -f "$WORK/roots/VitCpu/card.json" ]; then
   cp "$WORK/roots/VitCpu/root.safetensors" munet/pretrain/roots/VitCpu.safetensors
   cp "$WORK/roots/VitCpu/card.json" munet/pretrain/roots/VitCpu.json
   log "benchmark from the new VitCpu root ($(grep -o '"steps": [0-9]*' munet/pretrain/roots/VitCpu.json | head -1))"
@@ -79,6 +81,6 @@ wait $ROOTS_PID
 log "roots exit $? after $((SECONDS - START))s"
 
 # What comes back: small files only (states stay behind).
-tar -C "$WORK" -czf "$OUT/roots.tar.gz" --exclude='state-*' --exclude='*.lock' roots roots.out 2>>"$LOG"
+tar -C "$WORK" -czf "$OUT/roots.tar.gz" --exclude='state-*' --exclude='*.lock' --exclude='roots/choice/*/*.safetensors' roots roots.out 2>>"$LOG"
 tar -C "$WORK" -czf "$OUT/bench.tar.gz" --exclude='bench/state/seed_*' bench bench.out 2>>"$LOG"
 log "done after $((SECONDS - START))s: $(ls -la "$OUT" | tail -n +2 | awk '{print $5, $9}' | tr '\n' ' ')"
