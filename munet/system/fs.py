@@ -165,7 +165,9 @@ class LocalFS(StateFS):
             if stat.S_ISLNK(mode):
                 raise UnsafePathError(_link_message(candidate, self.root))
 
-    def _open(self, path: str, flags: int, mode: int = 0o644) -> int:
+    def _open(self, path: str, flags: int, mode: int = 0o666) -> int:
+        # 0o666: the process's umask decides (0644 under 022, 0664 under 002), as for any
+        # file a program creates, so a group sharing the state dir can write it.
         self._refuse_links(path)
         try:
             return os.open(path, flags | _NOFOLLOW | _CLOEXEC, mode)

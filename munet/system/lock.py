@@ -142,7 +142,8 @@ class AgentLock:
 
     def _acquire_flock(self) -> None:
         # No-follow: a `.lock` planted as a link must not truncate the file it points to.
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        # 0o666 under the umask: under umask 002 a group member can open (and lock) it too.
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
