@@ -157,8 +157,32 @@ def _launch_deferred(args: argparse.Namespace) -> int:
     if result.failures:
         for agent_id, error in result.failures.items():
             print(f"munet: error: agent {agent_id} failed: {error}", file=sys.stderr)
-        return 1
+        return launch_exit_code(result, args.state_dir)
     return 0
+
+
+def launch_exit_code(result, state_dir: str | None = None) -> int:
+    """The exit code of a launch whose agents failed: the code `munet run` gives the first
+    failed agent's error (3 for a locked agent, 5 for a damaged state, ...; munet.cli.errors),
+    or 1 (a bug) when any agent failed with an unexpected error or without one (killed).
+
+    Args:
+        result: the launch's `LaunchResult`, with failures.
+        state_dir: the launch's state dir (an OS error inside it says so).
+
+    Returns:
+        The exit code (0 when nothing failed).
+    """
+    from munet.cli.errors import EXIT_BUG, classify
+
+    codes = []
+    for agent_id in result.failures:
+        error = result.failure_errors.get(agent_id)
+        known = None if error is None else classify(error, state_dir)
+        if known is None:
+            return EXIT_BUG
+        codes.append(known[0])
+    return codes[0] if codes else 0
 
 
 def _create_roots(specs, args: argparse.Namespace) -> None:
