@@ -136,6 +136,7 @@ def _launch_deferred(args: argparse.Namespace) -> int:
         )
         if args.root != "none":
             _create_roots(specs, args)
+        _check_parents(specs, args)
         interruption_point()
         result = launch(
             specs,
@@ -183,6 +184,20 @@ def launch_exit_code(result, state_dir: str | None = None) -> int:
             return EXIT_BUG
         codes.append(known[0])
     return codes[0] if codes else 0
+
+
+def _check_parents(specs, args: argparse.Namespace) -> None:
+    """Refuse, before any agent starts (and takes its lock), a spec whose mutation ranges do
+    not hold a parent's hparam value (`munet.cli.prechecks`)."""
+    from munet.agents.runner import resolve_config
+    from munet.cli.prechecks import check_parent_hparams
+    from munet.system import SystemStore
+
+    store = SystemStore(args.state_dir)
+    for spec in specs:
+        overrides = [*args.overrides, *spec.overrides]
+        config = resolve_config(spec.agent_class, overrides, store, spec.task)
+        check_parent_hparams(config, store, spec.agent_id)
 
 
 def _create_roots(specs, args: argparse.Namespace) -> None:

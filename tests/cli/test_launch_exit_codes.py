@@ -15,7 +15,8 @@ from munet.system.errors import AgentLockedError, CorruptStateError
 def _result(**errors: BaseException | None) -> LaunchResult:
     result = LaunchResult()
     for agent_id, error in errors.items():
-        result.failures[agent_id] = "killed" if error is None else f"{type(error).__name__}: {error}"
+        text = "killed" if error is None else f"{type(error).__name__}: {error}"
+        result.failures[agent_id] = text
         if error is not None:
             result.failure_errors[agent_id] = error
     return result
