@@ -270,6 +270,7 @@ def quarantine(store: SystemStore, damaged: list[DamagedState]) -> list[Quaranti
         target = store.fs.join(target_dir, f"{state.name}-{stamp}")
         try:
             with store.lock(state.agent_id):
+                store.uncommit_state(state)  # object stores: invisible before it moves
                 store.fs.makedirs(target_dir)
                 store.fs.rename(store.fs.join(store.agent_dir(state.agent_id), state.name), target)
         except AgentLockedError as err:

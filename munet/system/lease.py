@@ -33,6 +33,7 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,6 +153,11 @@ class AgentLease:
         self.token = secrets.token_hex(16)
         self.path = fs.join(self.dir, f"{self.token}.json")
         self.took_over: dict[str, Any] | None = None
+        #: Says what happened when this process's claim file vanished (set by the store: it
+        #: reads the agent's commit pointer); None: not known.
+        self.explain_loss: Callable[[], str | None] | None = None
+        self._lost_because: str | None = None
+        self._holder_info: dict[str, Any] = {}
         self.lost = False
         #: The holder that took the lease over, once `lost` (None: not known).
         self.lost_to: dict[str, Any] | None = None
@@ -183,6 +189,10 @@ class AgentLease:
             "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             **({"tag": self.tag} if self.tag else {}),
         }
+
+    def holder_info(self) -> dict[str, Any]:
+        """Who holds this lease (host, pid, since, launch tag), as its claim file says."""
+        return dict(self._holder_info or self._holder())
 
     def _write_claim(self, holder: dict[str, Any]) -> None:
         # Count our own ttl from before the write: the claim may be live from its first byte.
@@ -227,6 +237,7 @@ class AgentLease:
     def _acquire(self) -> AgentLease:
         self.fs.makedirs(self.dir)
         holder = self._holder()
+        self._holder_info = holder
         for attempt in range(_ACQUIRE_ATTEMPTS):
             now = self.clock()
             claims = [c for c in self._claims() if c.token != self.token]
@@ -330,6 +341,8 @@ class AgentLease:
         if mine is None or superseded_by is not None or expired:
             self.lost = True
             self.lost_to = superseded_by.holder if superseded_by is not None else None
+            if mine is None and superseded_by is None:
+                self._lost_because = self._vanished_reason()
             log.warning("agent %s: %s", self.agent_id, self._lost_reason())
             if superseded_by is not None and mine is not None:
                 self._delete(self.token)
@@ -340,7 +353,22 @@ class AgentLease:
         self._write_claim(mine.holder)
         return True
 
+    def _vanished_reason(self) -> str:
+        """Why this process's claim file is gone (no live claim names it as superseded)."""
+        explained = None
+        if self.explain_loss is not None:
+            try:
+                explained = self.explain_loss()
+            except Exception:  # noqa: BLE001 - only a better message is lost
+                explained = None
+        return explained or (
+            f"its claim file {self.path} is gone: deleted (by hand, or by a tool cleaning the "
+            "store), or taken over by another process that has since finished"
+        )
+
     def _lost_reason(self) -> str:
+        if self._lost_because is not None:
+            return f"lost its lease {self.dir}: {self._lost_because}"
         if self.lost_to:
             return (
                 f"lost its lease {self.dir}: {describe_holder(self.lost_to)} took it over "

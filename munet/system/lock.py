@@ -83,6 +83,9 @@ class AgentLock:
         self._fd: int | None = None
         self._held = False
         self.lease: AgentLease | None = None
+        #: On object stores, the agent's commit pointer as this holder last wrote it
+        #: (munet.system.head.HeldHead), set by the store once the lock is taken.
+        self.head: Any = None
         if not (isinstance(fs, LocalFS) and fcntl is not None):
             self.lease = AgentLease(fs, agent_dir, agent_id, ttl=lease_ttl, tag=lease_tag)
             self.path = self.lease.dir
