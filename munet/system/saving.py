@@ -16,17 +16,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from munet.system.component import Component
+from munet.system.epochs import claim_for_lock
 from munet.system.errors import LeaseLostError, LockNotHeldError, StateExistsError
 from munet.system.fencing import commit_fenced
 from munet.system.fs import StateFS, content_version
-from munet.system.head import (
-    HeadEntry,
-    HeldHead,
-    claim_epoch,
-    commit_to_head,
-    uncommit_from_head,
-)
-from munet.system.lease import LEASE_DIR, describe_holder
+from munet.system.head import HeadEntry, commit_to_head, uncommit_from_head
 from munet.system.history import rows_to_csv
 from munet.system.lock import LOCK_FILE, AgentLock
 from munet.system.manifest import (
@@ -85,7 +79,7 @@ class StateWriting:
             if not self.fs.atomic_rename:
                 # Before anything else: a new epoch, so no later write of an earlier holder
                 # can commit (munet.system.head).
-                agent_lock.head = self._claim_head(agent_id, agent_lock)
+                agent_lock.head = claim_for_lock(self, agent_id, agent_lock)
             self._clean_leftovers(agent_id)
             yield agent_lock
         except BaseException as err:
@@ -100,67 +94,6 @@ class StateWriting:
             raise
         self._locks.pop(agent_id, None)
         agent_lock.release()
-
-    def _claim_head(self, agent_id: str, agent_lock: AgentLock) -> HeldHead:
-        lease = agent_lock.lease
-        token = lease.token if lease is not None else None
-
-        def legacy_states() -> list[HeadEntry]:
-            # A store written before pointers: its listed states (intermediate ones older
-            # than the latest end-of-cycle state were leftovers of the older protocol).
-            states = self.listed_states(agent_id)
-            eoc = [s for s in states if s.end_of_cycle]
-            entries = []
-            for s in states:
-                if eoc and not s.end_of_cycle and (s.cycle, s.generation) < (
-                    eoc[-1].cycle, eoc[-1].generation
-                ):
-                    continue
-                path = self.fs.join(self.agent_dir(agent_id), s.name, MANIFEST)
-                try:
-                    sha = content_version(self.fs.read_bytes(path))
-                except FileNotFoundError:
-                    continue  # Removed meanwhile.
-                entries.append(HeadEntry(s.name, sha, 0, None))
-            return entries
-
-        held = claim_epoch(
-            self.fs,
-            self.agent_dir(agent_id),
-            agent_id,
-            token,
-            lease.holder_info() if lease is not None else {},
-            legacy_states,
-        )
-        if lease is not None:
-            lease.explain_loss = lambda: self._explain_loss(agent_id, token)
-        return held
-
-    def _explain_loss(self, agent_id: str, token: str | None) -> str | None:
-        """What happened to a lease whose claim file vanished, from the commit pointer."""
-        try:
-            found = self.read_head(agent_id)
-        except Exception:  # noqa: BLE001 - only a better message is lost
-            return None
-        if found is None:
-            return None
-        head = found[0]
-        if head.writer == token:
-            return (
-                "its claim file was deleted while it held the lease (by hand, or by a tool "
-                "cleaning the store); no other process has taken the agent over since"
-            )
-        claim = self.fs.join(self.agent_dir(agent_id), LEASE_DIR, f"{head.writer}.json")
-        try:
-            running = head.writer is not None and self.fs.exists(claim)
-        except Exception:  # noqa: BLE001
-            running = None
-        after = {True: " and still holds it", False: " and has since finished (released it)",
-                 None: ""}[running]
-        return (
-            f"{describe_holder(head.holder)} took the agent over (lease epoch {head.epoch})"
-            f"{after}"
-        )
 
     def uncommit_state(self, state: StateRef) -> None:
         """Make a committed state invisible before its folder is moved or removed (the
