@@ -15,7 +15,9 @@ Layout (one folder per agent, one folder per committed state):
 
 * A state is written under `.tmp-state_<c>_<g>-<random>` and renamed into place (local disk),
   so a reader or a resumed agent sees a whole state or none. Killed writers leave only
-  temporary folders, removed by the next holder of the agent's lock.
+  temporary folders, removed by the next holder of the agent's lock. On object stores a state
+  is written in place and committed by a conditional write of the agent's commit pointer
+  `ROOT/<agent_id>/current.json` (munet.system.head), which readers read first.
 * Shards hold only the components this agent created since its last end-of-cycle state
   (generation 0); the manifest's component index locates every component the state's paths
   use (in this state's shards or in an older end-of-cycle state, of any agent), with shapes,
