@@ -11,8 +11,14 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from munet.models import AssembledVit, CheckpointError, VitArch, load_checkpoint, save_npz
-from munet.models import save_safetensors
+from munet.models import (
+    AssembledVit,
+    CheckpointError,
+    VitArch,
+    load_checkpoint,
+    save_npz,
+    save_safetensors,
+)
 from tests.models.conftest import TINY, TINY_IMAGE, random_components, random_images
 
 
