@@ -48,8 +48,9 @@ class FsspecFS(StateFS):
         # GCS `ifGenerationMatch=0`); elsewhere it is a check, then a write.
         self.atomic_create = type(fs).__module__.split(".")[0] in ("s3fs", "gcsfs")
         # Conditional replacement (the commit pointer): S3's `If-Match` on the ETag, and the
-        # in-process memory filesystem under a lock. gcsfs exposes no generation match for
-        # writes (only create-if-absent), so on GCS and elsewhere it is read-compare-write.
+        # in-process memory filesystem under a lock. GCS's generation match is not wired
+        # through gcsfs here (create-if-absent only): there and elsewhere it is
+        # read-compare-write (docs/cluster.md says what that leaves open).
         self._s3 = type(fs).__module__.split(".")[0] == "s3fs"
         self._memory = getattr(fs, "protocol", None) in ("memory", ("memory",))
         self.atomic_replace = self._s3 or self._memory
