@@ -40,7 +40,6 @@ from munet.system.strays import TMP_PREFIX, remove_strays
 log = logging.getLogger("munet.system")
 
 
-
 class StateWriting:
     """`SystemStore`'s lock and commit methods (a mixin: SystemStore provides
     these attributes and its folder and listing methods)."""
