@@ -20,6 +20,7 @@ request that lands after that waits for the next holder (or `munet doctor --clea
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -89,7 +90,11 @@ def find_strays(store: SystemStore, agent_id: str) -> list[StrayFiles]:
         ]
     head = found[0]
     named = {entry.name for entry in head.states}
-    used = _used_files(store, agent_id, head.state_refs())
+    # Only folders holding files of more than one save need their manifest read (each save
+    # names its files with a suffix of its own): taking a lock stays a few requests.
+    mixed = [s for s in head.state_refs() if not _one_save(by_folder.get(s.name, []))]
+    used = _used_files(store, agent_id, mixed)
+    examined = {s.name for s in mixed}
     strays = []
     for folder, names in sorted(by_folder.items()):
         if folder not in named:
@@ -99,8 +104,8 @@ def find_strays(store: SystemStore, agent_id: str) -> list[StrayFiles]:
                 "late by a holder that had lost the lease)", True,
             ))
             continue
-        if used.get(folder) is None:
-            continue  # Its manifest is unreadable: a damaged state, not strays.
+        if folder not in examined or used.get(folder) is None:
+            continue  # One save's files only; or an unreadable manifest: damage, not strays.
         extra = tuple(n for n in names if n.split("/", 1)[1] not in used[folder])
         if extra:
             strays.append(StrayFiles(
@@ -108,6 +113,26 @@ def find_strays(store: SystemStore, agent_id: str) -> list[StrayFiles]:
                 "files the committed state does not use (a failed or late write)", False,
             ))
     return strays
+
+
+_SAVE_FILE = re.compile(
+    r"(?:components-\d+|paths|population)(?:\.([0-9a-f]{8}))?\.(?:safetensors|csv|json)"
+)
+
+
+def _one_save(files: list[str]) -> bool:
+    """Whether a state folder's files (`folder/name`) are those of a single save: the
+    manifest and files that all carry one save's suffix (none: the files of an older store)."""
+    suffixes = set()
+    for file in files:
+        name = file.split("/", 1)[1]
+        if name == MANIFEST:
+            continue
+        match = _SAVE_FILE.fullmatch(name)
+        if match is None:
+            return False
+        suffixes.add(match.group(1))
+    return len(suffixes) <= 1
 
 
 def _used_files(store: SystemStore, agent_id: str, states) -> dict[str, set[str] | None]:

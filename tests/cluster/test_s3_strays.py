@@ -12,6 +12,7 @@ import torch
 
 from munet.cli import main
 from munet.system import Population, SystemStore
+from munet.system.integrity import find_damaged
 from munet.system.strays import find_strays
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -62,6 +63,9 @@ def test_strays_are_reported_then_removed(s3_url, capsys):
     assert find_strays(store, AGENT) == []
     assert not store.fs.exists(f"{agent_dir}/state_1_1")
     assert store.read_manifest(store.latest_state(AGENT)) == committed  # untouched
+    assert find_damaged(store) == []  # every committed state keeps every file it uses
+    for state in store.list_states(AGENT):
+        assert store.verify_state(state) == 1
     assert main(["doctor", "-d", s3_url]) == 0
     assert capsys.readouterr().out.strip().endswith("every committed state is whole")
 
