@@ -238,6 +238,7 @@ def _run(args: argparse.Namespace) -> int:
     from munet.agents.runner import make_agent, resolve_config
     from munet.agents.task_data import bind_task_data
     from munet.cli.options import split_rule_of, tracking_settings
+    from munet.cli.prechecks import check_parent_hparams
     from munet.system import SystemStore, format_agent_id
 
     _setup_logging(args)
@@ -254,6 +255,8 @@ def _run(args: argparse.Namespace) -> int:
     config = bind_task_data(
         config, args.task, store, args.data, format_agent_id(args.agent, args.task), split
     )
+    # Refused before the agent's lock: a refused run leaves no folder and no `.lock`.
+    check_parent_hparams(config, store, format_agent_id(args.agent, args.task))
     # A start-of-run block, then one line per generation and per cycle; -q: one line per
     # cycle (with the time left); -v: also every sampled path and every decision.
     agent = make_agent(

@@ -3,6 +3,12 @@
     munet doctor                           # list damaged states of ./state (exit code 5 if any)
     munet doctor -d state                  # the same, naming the state dir
     munet doctor -d state --quarantine     # move them to state/.quarantine/ (never deletes)
+    munet doctor -d state --clean          # remove stray files no committed state uses
+
+Stray files (states deleted or quarantined half-way, a killed writer's unfinished save, late
+requests of a writer that lost its lease) are listed apart: they are not part of any committed
+state, and each agent's next holder removes them when it takes the agent's lock
+(munet.system.strays).
 """
 
 from __future__ import annotations
@@ -37,6 +43,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--quarantine", action="store_true", help="move damaged states aside (never deletes)"
     )
     doctor.add_argument(
+        "--clean",
+        action="store_true",
+        help="remove stray files no committed state uses (takes each such agent's lock; a "
+        "running agent is skipped: it removed them when it took its lock)",
+    )
+    doctor.add_argument(
         "--fast",
         action="store_true",
         help="check manifests and shard headers only (no checksums: misses flipped bits)",
@@ -53,8 +65,13 @@ def _doctor(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     store = SystemStore(args.state_dir)
     damaged = find_damaged(store, "structure" if args.fast else "checksums")
+    strays = _report_strays(store, args)
     if not damaged:
-        print(f"{args.state_dir}: every committed state is whole")
+        if strays:
+            print(f"{args.state_dir}: every committed state is whole; {strays} folder(s) hold "
+                  "stray files (listed above)")
+        else:
+            print(f"{args.state_dir}: every committed state is whole")
         return 0
     for item in damaged:
         where = item.state.relative_dir if item.state.cycle >= 0 else f"{item.state.agent_id}/"
@@ -73,3 +90,34 @@ def _doctor(args: argparse.Namespace) -> int:
             kept += 1
             print(f"kept {result.state.relative_dir}: {result.kept_because}")
     return EXIT_DAMAGED_STATE if kept else 0
+
+
+def _report_strays(store, args: argparse.Namespace) -> int:
+    """List (or with --clean remove) the files no committed state uses; returns how many
+    folders still hold some."""
+    from munet.system.errors import AgentLockedError
+    from munet.system.strays import find_strays
+
+    left = 0
+    for agent_id in store.agent_ids():
+        strays = find_strays(store, agent_id)
+        for stray in strays:
+            count = "the folder" if stray.whole_folder else f"{len(stray.files)} file(s)"
+            print(f"stray {agent_id}/{stray.folder}: {count}, {stray.why}")
+        if not strays:
+            continue
+        if not args.clean:
+            left += len(strays)
+            continue
+        try:
+            with store.lock(agent_id):  # taking the lock removes them (munet.system.strays)
+                pass
+        except AgentLockedError as err:
+            left += len(strays)
+            print(f"kept the strays of {agent_id}: the agent is running ({err})")
+            continue
+        print(f"removed the stray files of {agent_id}")
+    if left and not args.clean:
+        print(f"{left} folder(s) with stray files: each agent's next run removes them, "
+              f"`munet doctor -d {args.state_dir} --clean` now")
+    return left

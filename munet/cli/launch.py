@@ -121,7 +121,7 @@ def _launch(args: argparse.Namespace) -> int:
 def _launch_deferred(args: argparse.Namespace) -> int:
     from munet.agents.singlepath import AgentError
     from munet.cli.agents import _fail
-    from munet.cli.errors import EXIT_AGENTS_FAILED, EXIT_INTERRUPTED, EXIT_TERMINATED
+    from munet.cli.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
     from munet.cli.options import tracking_settings
     from munet.cluster import agent_specs, launch
     from munet.config import ConfigError
@@ -144,6 +144,7 @@ def _launch_deferred(args: argparse.Namespace) -> int:
         )
         if args.root != "none":
             _create_roots(specs, args)
+        _check_parents(specs, args)
         interruption_point()
         result = launch(
             specs,
@@ -168,8 +169,47 @@ def _launch_deferred(args: argparse.Namespace) -> int:
     if result.failures:
         for agent_id, error in result.failures.items():
             print(f"munet: error: agent {agent_id} failed: {error}", file=sys.stderr)
-        return EXIT_AGENTS_FAILED
+        return launch_exit_code(result, args.state_dir)
     return 0
+
+
+def launch_exit_code(result, state_dir: str | None = None) -> int:
+    """The exit code of a launch whose agents failed: the code `munet run` gives the first
+    failed agent's error (3 for a locked agent, 5 for a damaged state, ...; munet.cli.errors),
+    or 11 (agents failed) when any agent failed with an unexpected error or without one (a
+    worker killed): a launch's failed agent is not by itself a bug in munet.
+
+    Args:
+        result: the launch's `LaunchResult`, with failures.
+        state_dir: the launch's state dir (an OS error inside it says so).
+
+    Returns:
+        The exit code (0 when nothing failed).
+    """
+    from munet.cli.errors import EXIT_AGENTS_FAILED, classify
+
+    codes = []
+    for agent_id in result.failures:
+        error = result.failure_errors.get(agent_id)
+        known = None if error is None else classify(error, state_dir)
+        if known is None:
+            return EXIT_AGENTS_FAILED
+        codes.append(known[0])
+    return codes[0] if codes else 0
+
+
+def _check_parents(specs, args: argparse.Namespace) -> None:
+    """Refuse, before any agent starts (and takes its lock), a spec whose mutation ranges do
+    not hold a parent's hparam value (`munet.cli.prechecks`)."""
+    from munet.agents.runner import resolve_config
+    from munet.cli.prechecks import check_parent_hparams
+    from munet.system import SystemStore
+
+    store = SystemStore(args.state_dir)
+    for spec in specs:
+        overrides = [*args.overrides, *spec.overrides]
+        config = resolve_config(spec.agent_class, overrides, store, spec.task)
+        check_parent_hparams(config, store, spec.agent_id)
 
 
 def _create_roots(specs, args: argparse.Namespace) -> None:

@@ -62,6 +62,8 @@ class LaunchResult:
     Attributes:
         summaries: per finished agent id, its summary (cycles, best path, qualities, ...).
         failures: per failed agent id, the error.
+        failure_errors: per agent id that failed with an exception, the exception itself
+            (the command's exit code is the kind of these: 3 for a locked agent, ...).
         interrupted: stopped by Ctrl-C (or SIGTERM in ``munet launch``).
         terminated: the stop was SIGTERM (``munet.interrupts.Terminated``).
         rows: the final leaderboard rows.
@@ -70,6 +72,7 @@ class LaunchResult:
 
     summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
+    failure_errors: dict[str, BaseException] = field(default_factory=dict)
     interrupted: bool = False
     terminated: bool = False
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -257,6 +260,8 @@ def launch(
                         result.failures[spec.agent_id] = "stopped (interrupted)"
                         continue
                     result.failures[spec.agent_id] = f"{type(cause).__name__}: {cause}"
+                    if isinstance(cause, BaseException):
+                        result.failure_errors[spec.agent_id] = cause
                     drain()
                     echo(format_event({"kind": "failed", "agent_id": spec.agent_id,
                                        "error": result.failures[spec.agent_id]}))

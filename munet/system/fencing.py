@@ -18,7 +18,9 @@ On stores without atomic renames the manifest is the commit mark (written last).
      again that it holds the lease (fence), the late manifest is removed and this writer's
      committed in its place. A writer that cannot prove it gets `LeaseLostError`.
 
-What is not guaranteed: see docs/system.md, "Fenced commits".
+The manifest is not the commit point on object stores: the agent's commit pointer is
+(munet.system.head), written after it; what is and is not guaranteed: docs/cluster.md,
+"Commits on object stores".
 """
 
 from __future__ import annotations

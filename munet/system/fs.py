@@ -17,6 +17,7 @@ whole shards.
 from __future__ import annotations
 
 import errno
+import hashlib
 import mmap
 import os
 import shutil
@@ -82,6 +83,42 @@ class StateFS(ABC):
         """Write a file either by handing a local path to `write` or by storing `data()`."""
         self.write_bytes(path, data())
 
+    # Versioned files (compare-and-swap): the commit pointer of object stores. -----------------
+    #: Whether `replace_if` is one conditional request the store decides (S3 `If-Match` /
+    #: `If-None-Match`; in-process for `memory://`). Elsewhere it is a read, a comparison and
+    #: a write, with a window between them.
+    atomic_replace: bool = False
+
+    def read_versioned(self, path: str) -> tuple[bytes, str] | None:
+        """A file's bytes and its version (a token that changes whenever the file does), read
+        together; None when it does not exist."""
+        try:
+            data = self.read_bytes(path)
+        except FileNotFoundError:
+            return None
+        return data, content_version(data)
+
+    def replace_if(self, path: str, data: bytes, version: str | None) -> str:
+        """Write a whole file only if its version is still `version` (None: only if it does
+        not exist), as one conditional request where `atomic_replace`.
+
+        Returns:
+            The new version.
+
+        Raises:
+            VersionMismatchError: the file changed (or appeared, or vanished); nothing written.
+        """
+        current = self.read_versioned(path)
+        found = None if current is None else current[1]
+        if found != version:
+            raise VersionMismatchError(path, version, found)
+        self.write_bytes(path, data)
+        return content_version(data)
+
+    def list_files(self, path: str) -> list[str]:
+        """Every file under `path`, as `/`-separated paths relative to it ([] if missing)."""
+        raise NotImplementedError
+
     @abstractmethod
     def read_bytes(self, path: str) -> bytes:
         """Read a whole file."""
@@ -118,6 +155,21 @@ class StateFS(ABC):
         """A private (copy-on-write) memory map covering bytes [start, end) of a file, and the
         offset of `start` in it; None where memory maps are unsupported."""
         return None
+
+
+class VersionMismatchError(Exception):
+    """A conditional write found another version of the file than the one it was given."""
+
+    def __init__(self, path: str, expected: str | None, found: str | None = None) -> None:
+        super().__init__(
+            f"{path}: version {found or 'none'} where {expected or 'none'} was expected"
+        )
+        self.path, self.expected, self.found = path, expected, found
+
+
+def content_version(data: bytes) -> str:
+    """The version of a file where the store keeps none: the sha256 of its bytes."""
+    return hashlib.sha256(data).hexdigest()
 
 
 class LocalFS(StateFS):
@@ -165,7 +217,9 @@ class LocalFS(StateFS):
             if stat.S_ISLNK(mode):
                 raise UnsafePathError(_link_message(candidate, self.root))
 
-    def _open(self, path: str, flags: int, mode: int = 0o644) -> int:
+    def _open(self, path: str, flags: int, mode: int = 0o666) -> int:
+        # 0o666: the process's umask decides (0644 under 022, 0664 under 002), as for any
+        # file a program creates, so a group sharing the state dir can write it.
         self._refuse_links(path)
         try:
             return os.open(path, flags | _NOFOLLOW | _CLOEXEC, mode)
@@ -185,6 +239,16 @@ class LocalFS(StateFS):
     def exists(self, path: str) -> bool:
         self._refuse_links(path)
         return os.path.lexists(path)
+
+    def list_files(self, path: str) -> list[str]:
+        self._refuse_links(path)
+        out = []
+        # os.walk never descends into linked folders (followlinks=False); links are listed.
+        for folder, _, files in os.walk(path):
+            relative = os.path.relpath(folder, path)
+            for name in files:
+                out.append(name if relative == os.curdir else f"{relative}/{name}")
+        return sorted(out)
 
     def is_link(self, path: str) -> bool:
         """Whether `path` itself is a symbolic link (not followed)."""

@@ -8,14 +8,17 @@ transient errors within a bound, then reported as an outage (`munet.system.outag
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import threading
 from collections.abc import Callable
 from typing import TypeVar
 
 import fsspec
+import fsspec.asyn
 
-from munet.system.fs import LocalFS, StateFS
+from munet.system.fs import LocalFS, StateFS, VersionMismatchError
 from munet.system.outage import (
     RetryPolicy,
     call_with_retries,
@@ -44,6 +47,13 @@ class FsspecFS(StateFS):
         # Stores whose create-only write is one conditional request (S3 `If-None-Match: *`,
         # GCS `ifGenerationMatch=0`); elsewhere it is a check, then a write.
         self.atomic_create = type(fs).__module__.split(".")[0] in ("s3fs", "gcsfs")
+        # Conditional replacement (the commit pointer): S3's `If-Match` on the ETag, and the
+        # in-process memory filesystem under a lock. GCS's generation match is not wired
+        # through gcsfs here (create-if-absent only): there and elsewhere it is
+        # read-compare-write (docs/cluster.md says what that leaves open).
+        self._s3 = type(fs).__module__.split(".")[0] == "s3fs"
+        self._memory = getattr(fs, "protocol", None) in ("memory", ("memory",))
+        self.atomic_replace = self._s3 or self._memory
 
     def _call(self, operation: str, path: str, request: Callable[[], T]) -> T:
         return call_with_retries(request, f"{operation} {path}", self.endpoint, self.retry)
@@ -102,13 +112,63 @@ class FsspecFS(StateFS):
             except FileExistsError:
                 raise
             except OSError as err:
-                # s3fs maps a failed `If-None-Match` it does not recognise to EINVAL.
-                if "PreconditionFailed" in repr(err.__cause__) or "412" in str(err):
+                if _precondition_failed(err):
                     raise FileExistsError(errno.EEXIST, "already exists", path) from err
                 raise
 
         self._call("create", path, create)
         self._forget(path)
+
+    def list_files(self, path: str) -> list[str]:
+        self._forget(path)
+        try:
+            files = self._call("list", path, lambda: self.fs.find(path))
+        except FileNotFoundError:
+            return []
+        base = path.strip("/") + "/"
+        return sorted(f.strip("/")[len(base):] for f in files if f.strip("/").startswith(base))
+
+    def read_versioned(self, path: str) -> tuple[bytes, str] | None:
+        if not self._s3:
+            with _MEMORY_LOCK if self._memory else _NO_LOCK:
+                return super().read_versioned(path)
+        self._forget(path)
+        bucket, key, _ = self.fs.split_path(path)
+
+        async def get() -> tuple[bytes, str]:
+            # One GET: the bytes and the ETag of the same version of the object.
+            response = await self.fs._call_s3("get_object", Bucket=bucket, Key=key)
+            try:
+                return await response["Body"].read(), response["ETag"]
+            finally:
+                response["Body"].close()
+
+        try:
+            return self._call("read", path, lambda: fsspec.asyn.sync(self.fs.loop, get))
+        except FileNotFoundError:
+            return None
+
+    def replace_if(self, path: str, data: bytes, version: str | None) -> str:
+        if not self._s3:
+            with _MEMORY_LOCK if self._memory else _NO_LOCK:
+                return super().replace_if(path, data, version)
+        condition = {"IfNoneMatch": "*"} if version is None else {"IfMatch": version}
+
+        def put() -> str:
+            try:
+                out = self.fs.pipe_file(path, data, **condition)
+            except FileNotFoundError:
+                raise VersionMismatchError(path, version, None) from None  # If-Match, gone
+            except OSError as err:
+                if _precondition_failed(err):
+                    raise VersionMismatchError(path, version, "another") from None
+                raise
+            return out["ETag"]
+
+        try:
+            return self._call("replace", path, put)
+        finally:
+            self._forget(path)
 
     def read_bytes(self, path: str) -> bytes:
         # s3fs checks the file's size first, from a cached listing of its folder when there
@@ -141,6 +201,19 @@ class FsspecFS(StateFS):
         if self.exists(path):
             self._call("delete", path, lambda: self.fs.rm(path, recursive=True))
         self._forget(path)
+
+
+def _precondition_failed(err: OSError) -> bool:
+    """Whether s3fs's error is a failed condition (`412 PreconditionFailed`, or AWS's `409
+    ConditionalRequestConflict` between two conditional writes): s3fs maps codes it does not
+    recognise to EINVAL, keeping the botocore error as the cause."""
+    text = f"{err} {err.__cause__!r}"
+    return any(mark in text for mark in ("PreconditionFailed", "412", "ConditionalRequest"))
+
+
+# memory:// lives in this process: one lock makes its compare-and-swap atomic.
+_MEMORY_LOCK = threading.RLock()
+_NO_LOCK = contextlib.nullcontext()
 
 
 def open_state_fs(root: str | os.PathLike[str]) -> tuple[StateFS, str]:

@@ -29,6 +29,7 @@ class InstrumentedFS(StateFS):
         self.latency = float(latency)
         self.atomic_rename = inner.atomic_rename
         self.atomic_create = inner.atomic_create
+        self.atomic_replace = inner.atomic_replace
         self.requests: dict[str, int] = {}
         self.bytes_read = 0
         self._count_lock = threading.Lock()
@@ -84,6 +85,21 @@ class InstrumentedFS(StateFS):
     def write_with(self, path: str, write: Callable[[str], None], data: Callable[[], bytes]):
         self._request("write")
         self.inner.write_with(path, write, data)
+
+    def read_versioned(self, path: str) -> tuple[bytes, str] | None:
+        self._request("read")
+        found = self.inner.read_versioned(path)
+        if found is not None:
+            self._read(found[0])
+        return found
+
+    def replace_if(self, path: str, data: bytes, version: str | None) -> str:
+        self._request("write")
+        return self.inner.replace_if(path, data, version)
+
+    def list_files(self, path: str) -> list[str]:
+        self._request("find")
+        return self.inner.list_files(path)
 
     def read_bytes(self, path: str) -> bytes:
         self._request("read")

@@ -257,7 +257,12 @@ def quarantine(store: SystemStore, damaged: list[DamagedState]) -> list[Quaranti
     for item in damaged:
         state = item.state
         if state.cycle < 0:
-            results.append(QuarantineResult(state, None, "not a state (remove the link by hand)"))
+            results.append(QuarantineResult(
+                state, None,
+                "not a state: fix it by hand (remove the link; or delete an unreadable "
+                "current.json: the agent's states are then listed from their folders, and its "
+                "next run writes a new commit pointer)",
+            ))
             continue
         prefix = state.relative_dir + "/"
         user = next((owner for file, owner in used.items() if file.startswith(prefix)), None)
@@ -270,6 +275,7 @@ def quarantine(store: SystemStore, damaged: list[DamagedState]) -> list[Quaranti
         target = store.fs.join(target_dir, f"{state.name}-{stamp}")
         try:
             with store.lock(state.agent_id):
+                store.uncommit_state(state)  # object stores: invisible before it moves
                 store.fs.makedirs(target_dir)
                 store.fs.rename(store.fs.join(store.agent_dir(state.agent_id), state.name), target)
         except AgentLockedError as err:

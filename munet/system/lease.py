@@ -25,7 +25,6 @@ ttl (NTP gives milliseconds; the default ttl is 30 s).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
@@ -33,85 +32,23 @@ import secrets
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from munet.system.errors import AgentLockedError, LeaseLostError
 from munet.system.fs import StateFS
+from munet.system.lease_claims import (  # noqa: F401  (re-exported: lease's public names)
+    DEFAULT_LEASE_TTL,
+    LEASE_TTL_ENV,
+    Claim,
+    default_lease_ttl,
+    describe_holder,
+)
 
 log = logging.getLogger("munet.system")
 
 LEASE_DIR = ".lease"
-DEFAULT_LEASE_TTL = 30.0
-#: Environment variable overriding the default ttl (seconds), e.g. for tests.
-LEASE_TTL_ENV = "MUNET_LEASE_TTL"
 _ACQUIRE_ATTEMPTS = 6
-
-
-def default_lease_ttl() -> float:
-    """`MUNET_LEASE_TTL` when set (seconds > 0), else 30 s.
-
-    Raises:
-        ValueError: the variable is not a positive number.
-    """
-    text = os.environ.get(LEASE_TTL_ENV)
-    if not text:
-        return DEFAULT_LEASE_TTL
-    try:
-        ttl = float(text)
-    except ValueError:
-        ttl = -1.0
-    if not ttl > 0:
-        raise ValueError(f"{LEASE_TTL_ENV}={text!r}: expected a number of seconds > 0")
-    return ttl
-
-
-@dataclass
-class Claim:
-    """One claim file: who claims the agent, until when, and which claims it supersedes."""
-
-    token: str
-    holder: dict[str, Any]
-    expires: float
-    supersedes: list[str] = field(default_factory=list)
-
-    def live(self, now: float) -> bool:
-        return self.expires > now
-
-    def to_bytes(self) -> bytes:
-        return json.dumps(
-            {
-                "token": self.token,
-                "holder": self.holder,
-                "expires": self.expires,
-                "supersedes": self.supersedes,
-            }
-        ).encode()
-
-    @staticmethod
-    def from_bytes(token: str, data: bytes) -> Claim:
-        """A claim; an unreadable one (a torn or foreign file) counts as expired."""
-        try:
-            raw = json.loads(data.decode())
-            return Claim(
-                token,
-                dict(raw.get("holder") or {}),
-                float(raw["expires"]),
-                [str(t) for t in raw.get("supersedes") or []],
-            )
-        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError,
-                AttributeError):
-            return Claim(token, {}, float("-inf"))
-
-
-def describe_holder(holder: dict[str, Any] | None) -> str:
-    """`pid 12 on host h since T (launch L)` for messages."""
-    if not holder:
-        return "an unknown process"
-    text = f"pid {holder.get('pid')} on host {holder.get('host')} since {holder.get('since')}"
-    if holder.get("tag"):
-        text += f" (launch {holder['tag']})"
-    return text
 
 
 class AgentLease:
@@ -152,6 +89,11 @@ class AgentLease:
         self.token = secrets.token_hex(16)
         self.path = fs.join(self.dir, f"{self.token}.json")
         self.took_over: dict[str, Any] | None = None
+        #: Says what happened when this process's claim file vanished (set by the store: it
+        #: reads the agent's commit pointer); None: not known.
+        self.explain_loss: Callable[[], str | None] | None = None
+        self._lost_because: str | None = None
+        self._holder_info: dict[str, Any] = {}
         self.lost = False
         #: The holder that took the lease over, once `lost` (None: not known).
         self.lost_to: dict[str, Any] | None = None
@@ -183,6 +125,10 @@ class AgentLease:
             "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             **({"tag": self.tag} if self.tag else {}),
         }
+
+    def holder_info(self) -> dict[str, Any]:
+        """Who holds this lease (host, pid, since, launch tag), as its claim file says."""
+        return dict(self._holder_info or self._holder())
 
     def _write_claim(self, holder: dict[str, Any]) -> None:
         # Count our own ttl from before the write: the claim may be live from its first byte.
@@ -227,6 +173,7 @@ class AgentLease:
     def _acquire(self) -> AgentLease:
         self.fs.makedirs(self.dir)
         holder = self._holder()
+        self._holder_info = holder
         for attempt in range(_ACQUIRE_ATTEMPTS):
             now = self.clock()
             claims = [c for c in self._claims() if c.token != self.token]
@@ -330,6 +277,8 @@ class AgentLease:
         if mine is None or superseded_by is not None or expired:
             self.lost = True
             self.lost_to = superseded_by.holder if superseded_by is not None else None
+            if mine is None and superseded_by is None:
+                self._lost_because = self._vanished_reason()
             log.warning("agent %s: %s", self.agent_id, self._lost_reason())
             if superseded_by is not None and mine is not None:
                 self._delete(self.token)
@@ -340,7 +289,22 @@ class AgentLease:
         self._write_claim(mine.holder)
         return True
 
+    def _vanished_reason(self) -> str:
+        """Why this process's claim file is gone (no live claim names it as superseded)."""
+        explained = None
+        if self.explain_loss is not None:
+            try:
+                explained = self.explain_loss()
+            except Exception:  # noqa: BLE001 - only a better message is lost
+                explained = None
+        return explained or (
+            f"its claim file {self.path} is gone: deleted (by hand, or by a tool cleaning the "
+            "store), or taken over by another process that has since finished"
+        )
+
     def _lost_reason(self) -> str:
+        if self._lost_because is not None:
+            return f"lost its lease {self.dir}: {self._lost_because}"
         if self.lost_to:
             return (
                 f"lost its lease {self.dir}: {describe_holder(self.lost_to)} took it over "

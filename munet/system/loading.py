@@ -135,6 +135,12 @@ class StateReading:
         try:
             if self.fs.atomic_rename:
                 return not self.fs.exists(folder)
+            if state.manifest_sha256 is not None:  # listed from the commit pointer
+                # Dropped from the pointer meanwhile; or a manifest it names missed by one
+                # read (asked again; still missing at the last attempt: damaged).
+                return isinstance(error, ManifestMissingError) or state not in self.list_states(
+                    state.agent_id
+                )
             return isinstance(error, ManifestMissingError) or not self.fs.exists(
                 self.fs.join(folder, MANIFEST)
             )

@@ -83,6 +83,9 @@ class AgentLock:
         self._fd: int | None = None
         self._held = False
         self.lease: AgentLease | None = None
+        #: On object stores, the agent's commit pointer as this holder last wrote it
+        #: (munet.system.head.HeldHead), set by the store once the lock is taken.
+        self.head: Any = None
         if not (isinstance(fs, LocalFS) and fcntl is not None):
             self.lease = AgentLease(fs, agent_dir, agent_id, ttl=lease_ttl, tag=lease_tag)
             self.path = self.lease.dir
@@ -142,7 +145,8 @@ class AgentLock:
 
     def _acquire_flock(self) -> None:
         # No-follow: a `.lock` planted as a link must not truncate the file it points to.
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        # 0o666 under the umask: under umask 002 a group member can open (and lock) it too.
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

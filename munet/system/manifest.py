@@ -14,7 +14,7 @@ import os
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from munet.system.component import Component, tensors_checksum
@@ -64,11 +64,18 @@ class ManifestMissingError(CorruptStateError):
 
 @dataclass(frozen=True)
 class StateRef:
-    """A committed state of one agent."""
+    """A committed state of one agent.
+
+    Attributes:
+        manifest_sha256: on object stores, the sha256 of the manifest the agent's commit
+            pointer names (munet.system.head); None where states are listed from folders.
+            Not part of the state's identity (equality, hashing).
+    """
 
     agent_id: str
     cycle: int
     generation: int
+    manifest_sha256: str | None = field(default=None, compare=False)
 
     @property
     def name(self) -> str:

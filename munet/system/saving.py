@@ -16,9 +16,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from munet.system.component import Component
+from munet.system.epochs import claim_for_lock
 from munet.system.errors import LeaseLostError, LockNotHeldError, StateExistsError
 from munet.system.fencing import commit_fenced
-from munet.system.fs import StateFS
+from munet.system.fs import StateFS, content_version
+from munet.system.head import HeadEntry, commit_to_head, uncommit_from_head
 from munet.system.history import rows_to_csv
 from munet.system.lock import LOCK_FILE, AgentLock
 from munet.system.manifest import (
@@ -33,11 +35,9 @@ from munet.system.path import Path
 from munet.system.population import Population
 from munet.system.records import json_default, path_record, publish_closure, seen_metrics
 from munet.system.shards import ComponentLocation, plan_shards, write_shard
+from munet.system.strays import TMP_PREFIX, remove_strays
 
 log = logging.getLogger("munet.system")
-
-#: Prefix of a state being written (local disk) or being deleted.
-TMP_PREFIX = ".tmp-"
 
 
 class StateWriting:
@@ -75,6 +75,10 @@ class StateWriting:
         ).acquire(stacklevel=4)
         self._locks[agent_id] = agent_lock
         try:
+            if not self.fs.atomic_rename:
+                # Before anything else: a new epoch, so no later write of an earlier holder
+                # can commit (munet.system.head).
+                agent_lock.head = claim_for_lock(self, agent_id, agent_lock)
             self._clean_leftovers(agent_id)
             yield agent_lock
         except BaseException as err:
@@ -90,8 +94,30 @@ class StateWriting:
         self._locks.pop(agent_id, None)
         agent_lock.release()
 
+    def uncommit_state(self, state: StateRef) -> None:
+        """Make a committed state invisible before its folder is moved or removed (the
+        caller holds the agent's lock): on object stores, a conditional write of the commit
+        pointer without it; on local disk the move itself does it.
+
+        Raises:
+            LockNotHeldError: this store does not hold the agent's lock.
+            LeaseLostError: another process took the agent over.
+        """
+        lock = self._locks.get(state.agent_id)
+        if lock is None or not lock.held:
+            raise LockNotHeldError(f"uncommitting {state.relative_dir} needs the agent's lock")
+        if lock.head is not None:
+            uncommit_from_head(
+                self.fs, self.agent_dir(state.agent_id), lock.head, {state.name}
+            )
+
     def _clean_leftovers(self, agent_id: str) -> None:
         agent_dir = self.agent_dir(agent_id)
+        if not self.fs.atomic_rename:
+            # Files no committed state uses: states deleted or quarantined half-way, writes
+            # of killed holders, and late writes of holders that lost the lease.
+            remove_strays(self, agent_id)
+            return
         for name in self.fs.listdir(agent_dir):
             if name.startswith(TMP_PREFIX):
                 self.fs.remove_tree(self.fs.join(agent_dir, name))
@@ -164,7 +190,12 @@ class StateWriting:
         state = StateRef(agent_id, cycle, generation)
         agent_dir = self.agent_dir(agent_id)
         final_dir = self.fs.join(agent_dir, state.name)
-        if self.fs.exists(final_dir):
+        if lock.head is not None:
+            if lock.head.head.entry(state.name) is not None:
+                raise StateExistsError(f"state {state.relative_dir} is already committed")
+            # Not committed: a folder there is a failed, killed or late write, invisible.
+            self.fs.remove_tree(final_dir)
+        elif self.fs.exists(final_dir):
             if self.fs.atomic_rename or self.fs.exists(self.fs.join(final_dir, MANIFEST)):
                 raise StateExistsError(f"state {state.relative_dir} is already committed")
             self.fs.remove_tree(final_dir)  # An uncommitted in-place write of a failed save.
@@ -185,11 +216,15 @@ class StateWriting:
         else:
             work_dir = final_dir
         try:
-            self._write_state(
+            dropped = self._write_state(
                 lock, work_dir, final_dir, state, population, to_publish, index, to_write,
                 config_json,
             )
         except BaseException as err:
+            if lock.head is not None:
+                # Invisible unless the pointer names it, and whether a failed pointer write
+                # landed is not known here: the next holder removes what no state uses.
+                raise
             # Nothing of a failed save may look committed; a killed process leaves the folder
             # to the next holder of the lock. In place (object stores), the folder may hold
             # another writer's state once the lease is lost or the state exists: left alone.
@@ -211,7 +246,10 @@ class StateWriting:
         if generation == 0:
             population.first_unsaved_component_id = population.next_component_id
             population.history = []
-            self._remove_intermediate_before(agent_id, state)
+            if lock.head is None:
+                self._remove_intermediate_before(agent_id, state)
+        for name in dropped:  # uncommitted by this commit's pointer write: now unused
+            self.fs.remove_tree(self.fs.join(agent_dir, name))
         return state
 
     def _write_state(
@@ -225,7 +263,8 @@ class StateWriting:
         index: dict[str, dict[str, Any]],
         to_write: list[Component],
         config_json: dict[str, Any],
-    ) -> None:
+    ) -> list[str]:
+        """Write and commit the state; returns the states its commit uncommitted."""
         self.fs.makedirs(work_dir)
         # In place (object stores), every file but the manifest has a name of its own to this
         # save: a request of an earlier holder that lands late (delayed past its lease) adds
@@ -281,5 +320,16 @@ class StateWriting:
             self.fs.sync_dir(work_dir)
             lock.fence()  # an flock: held for as long as this process lives
             self.fs.rename(work_dir, final_dir)  # fails if the state exists
-        else:
-            commit_fenced(self.fs, lock, state, self.fs.join(work_dir, MANIFEST), manifest_bytes)
+            return []
+        commit_fenced(self.fs, lock, state, self.fs.join(work_dir, MANIFEST), manifest_bytes)
+        if lock.head is None:
+            return []
+        # The commit point: the pointer's conditional write (refused once another process
+        # claimed a newer epoch, however late this request lands).
+        entry = HeadEntry(
+            state.name,
+            content_version(manifest_bytes),
+            lock.head.head.epoch,
+            lock.lease.token if lock.lease is not None else None,
+        )
+        return commit_to_head(self.fs, self.agent_dir(state.agent_id), lock.head, entry)

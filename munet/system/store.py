@@ -15,7 +15,9 @@ Layout (one folder per agent, one folder per committed state):
 
 * A state is written under `.tmp-state_<c>_<g>-<random>` and renamed into place (local disk),
   so a reader or a resumed agent sees a whole state or none. Killed writers leave only
-  temporary folders, removed by the next holder of the agent's lock.
+  temporary folders, removed by the next holder of the agent's lock. On object stores a state
+  is written in place and committed by a conditional write of the agent's commit pointer
+  `ROOT/<agent_id>/current.json` (munet.system.head), which readers read first.
 * Shards hold only the components this agent created since its last end-of-cycle state
   (generation 0); the manifest's component index locates every component the state's paths
   use (in this state's shards or in an older end-of-cycle state, of any agent), with shapes,
@@ -37,7 +39,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from munet.system.errors import CorruptStateError
-from munet.system.fs import LocalFS, StateFS, open_state_fs
+from munet.system.fs import LocalFS, StateFS, content_version, open_state_fs
+from munet.system.head import HEAD_FILE, Head
 from munet.system.history import csv_to_rows
 from munet.system.loading import StateReading
 from munet.system.lock import AgentLock
@@ -123,20 +126,47 @@ class SystemStore(StateReading, StateWriting):
                 out.append(name)
         return out
 
+    def read_head(self, agent_id: str) -> tuple[Head, str] | None:
+        """The agent's commit pointer and its version (object stores); None without one (local
+        disk, or a store written before pointers existed).
+
+        Raises:
+            CorruptStateError: the pointer is unreadable.
+        """
+        if self.fs.atomic_rename:
+            return None
+        path = self.fs.join(self.agent_dir(agent_id), HEAD_FILE)
+        found = self.fs.read_versioned(path)
+        if found is None:
+            return None
+        data, version = found
+        return Head.from_bytes(data, agent_id, f"{agent_id}/{HEAD_FILE}"), version
+
     def list_states(self, agent_id: str) -> list[StateRef]:
-        """The agent's committed states, oldest first."""
+        """The agent's committed states, oldest first: on object stores those its commit
+        pointer names (munet.system.head), else the state folders (holding a manifest)."""
         agent_dir = self.agent_dir(agent_id)
         if self.fs.atomic_rename:
             names = self.fs.listdir(agent_dir)
         else:
-            # Manifest-last commits: only folders holding a manifest count, found with one
-            # listing (on an object store, not one request per state).
-            names = self.fs.dirs_with_file(agent_dir, MANIFEST)
+            head = self.read_head(agent_id)
+            if head is not None:
+                return head[0].state_refs()
+            return self.listed_states(agent_id)
         states = []
         for name in names:
             state = parse_state_dir(agent_id, name)
             if state is not None:
                 states.append(state)
+        return sorted(states, key=lambda s: (s.cycle, s.generation))
+
+    def listed_states(self, agent_id: str) -> list[StateRef]:
+        """The agent's states as listed from its folders, oldest first: on an object store
+        without a commit pointer (written before pointers existed), the folders holding a
+        manifest (written last: the commit mark of that older protocol)."""
+        # One listing (on an object store, not one request per state).
+        names = self.fs.dirs_with_file(self.agent_dir(agent_id), MANIFEST)
+        states = [s for name in names if (s := parse_state_dir(agent_id, name)) is not None]
         return sorted(states, key=lambda s: (s.cycle, s.generation))
 
     def latest_state(self, agent_id: str, end_of_cycle: bool = False) -> StateRef | None:
@@ -155,6 +185,12 @@ class SystemStore(StateReading, StateWriting):
             data = self.fs.read_bytes(path)
         except FileNotFoundError:
             raise ManifestMissingError(f"state {state.relative_dir} has no {MANIFEST}") from None
+        if state.manifest_sha256 is not None and content_version(data) != state.manifest_sha256:
+            raise CorruptStateError(
+                f"state {state.relative_dir}: {MANIFEST} is not the one committed (its sha256 "
+                f"differs from the one {state.agent_id}/{HEAD_FILE} records): it was replaced "
+                "after the commit"
+            )
         return parse_manifest(data, state)
 
     def read_path_history(self, agent_id: str) -> list[dict[str, str]]:

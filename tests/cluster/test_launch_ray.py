@@ -211,6 +211,11 @@ def test_a_launch_of_an_agent_another_process_runs_is_refused_naming_the_holder(
     error = result.failures[spec.agent_id]
     assert error.startswith("AgentLockedError: ") and "is already running" in error, error
     assert f"pid {os.getpid()} on host" in error
+    from munet.cli.launch import launch_exit_code
+    from munet.system import AgentLockedError
+
+    assert isinstance(result.failure_errors[spec.agent_id], AgentLockedError)
+    assert launch_exit_code(result) == 3  # `munet launch` exits 3, as `munet run`
     assert any(line.startswith(f"[{spec.agent_id}] FAILED: AgentLockedError") for line in lines)
     assert not store.list_states(spec.agent_id)
     # Once the holder is gone, the same launch runs.

@@ -278,3 +278,44 @@ def test_checkpoint_inspect_shows_what_munet_reads(tmp_path, capsys):
     (tmp_path / "garbage.bin").write_bytes(b"nope")
     assert main(["checkpoint", "inspect", str(tmp_path / "garbage.bin")]) == 2
     assert "not a torch state dict" in capsys.readouterr().err
+
+
+def test_a_wrong_q_k_v_inner_width_names_the_key_and_both_shapes(tmp_path):
+    from safetensors.torch import save_file
+
+    hf_model().save_pretrained(tmp_path / "vit")
+    file = tmp_path / "vit" / "model.safetensors"
+    state = load_file(str(file))
+    state["vit.encoder.layer.1.attention.attention.key.weight"] = torch.ones(32, 16)
+    save_file(state, str(file))
+    with pytest.raises(
+        CheckpointError,
+        match=r"key 'vit.encoder.layer.1.attention.attention.key.weight' has shape \(32, 16\), "
+        r"expected \(32, 32\) as 'vit.encoder.layer.1.attention.attention.query.weight'",
+    ):
+        load_checkpoint(tmp_path / "vit", ARCH, IMAGE)
+    state["vit.encoder.layer.1.attention.attention.key.weight"] = torch.ones(32, 32)
+    state["vit.encoder.layer.1.attention.attention.value.bias"] = torch.ones(16)
+    save_file(state, str(file))
+    with pytest.raises(CheckpointError, match=r"value.bias' has shape \(16,\), expected \(32,\)"):
+        load_checkpoint(tmp_path / "vit", ARCH, IMAGE)
+
+
+def test_a_missing_tensor_is_named_by_the_files_key(tmp_path):
+    from safetensors.torch import save_file
+
+    model = hf_model()
+    model.save_pretrained(tmp_path / "vit")
+    file = tmp_path / "vit" / "model.safetensors"
+    state = load_file(str(file))
+    del state["vit.encoder.layer.1.layernorm_before.weight"]
+    save_file(state, str(file))
+    with pytest.raises(CheckpointError, match=r"missing key 'vit.encoder.layer.1."
+                                              r"layernorm_before.weight' \(munet's encoderblock_1"):
+        load_checkpoint(tmp_path / "vit", ARCH, IMAGE)
+    # transformers >= 5 in-memory names, no `vit.` prefix (a ViTModel's torch.save).
+    headless = hf_model(ViTModel)
+    state = {k: v for k, v in headless.state_dict().items() if not k.startswith("layernorm.")}
+    torch.save(state, tmp_path / "vit.pth")
+    with pytest.raises(CheckpointError, match="missing key 'layernorm.weight'"):
+        load_checkpoint(tmp_path / "vit.pth", ARCH.replace(num_classes=0), IMAGE)

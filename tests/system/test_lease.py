@@ -148,3 +148,46 @@ def test_lease_ttl_from_the_environment(monkeypatch):
     monkeypatch.setenv("MUNET_LEASE_TTL", "soon")
     with pytest.raises(ValueError, match="MUNET_LEASE_TTL='soon'"):
         default_lease_ttl()
+
+
+def _stall(lock) -> None:
+    """Stop a holder's heartbeat, as a process stalled (or a store too slow) would."""
+    lock.lease._stop.set()
+    lock.lease._thread.join()
+
+
+def test_a_claim_deleted_by_hand_is_reported_as_such(memory_fs):
+    from munet.system import LeaseLostError, Population
+
+    fs, root = memory_fs
+    store = SystemStore(f"memory://{root}", lease_ttl=30)
+    with store.lock(A) as lock:
+        fs.remove_file(lock.lease.path)  # an operator "unlocks" the agent by hand
+        with pytest.raises(LeaseLostError) as err:
+            store.save_state(Population(A), 1, 0)
+    message = str(err.value)
+    assert "its claim file was deleted while it held the lease" in message, message
+    assert "no other process has taken the agent over" in message
+    assert "not renewed" not in message
+
+
+def test_a_takeover_by_a_holder_that_finished_is_reported_as_such(memory_fs):
+    from munet.system import LeaseLostError, Population
+
+    _, root = memory_fs
+    old = SystemStore(f"memory://{root}", lease_ttl=0.4)
+    with old.lock(A) as lock:
+        _stall(lock)
+        time.sleep(0.5)
+        taker = SystemStore(f"memory://{root}", lease_ttl=0.4)
+        with pytest.warns(UserWarning, match="took over a stale lock"):
+            with taker.lock(A) as taken:
+                holder = taken.lease.holder_info()
+        # The taker finished (released its claim) before the old holder noticed anything.
+        with pytest.raises(LeaseLostError) as err:
+            lock.lease.renew()
+            old.save_state(Population(A), 1, 0)
+    message = str(err.value)
+    assert f"pid {holder['pid']} on host {holder['host']}" in message, message
+    assert "took the agent over (lease epoch 2) and has since finished" in message, message
+    assert "not renewed within its ttl" not in message

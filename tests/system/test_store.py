@@ -358,9 +358,10 @@ def test_fsspec_memory_filesystem_round_trip():
 
 
 def test_a_state_uncommitted_between_listing_and_reading_is_skipped(monkeypatch):
-    """Manifest-last stores: a removal deletes the manifest first, so a state listed a moment
-    ago may have lost its manifest before it is read. That is a state being removed, not a
-    damaged one: the loader lists again (as after a vanished folder) instead of failing."""
+    """Object stores: a removal first drops the state from the agent's commit pointer, then
+    deletes its files, so a state listed a moment ago may have lost its manifest before it is
+    read. That is a state being removed, not a damaged one: the loader lists again (as after a
+    vanished folder) instead of failing."""
     import fsspec
 
     fsspec.filesystem("memory").store.clear()
@@ -375,7 +376,11 @@ def test_a_state_uncommitted_between_listing_and_reading_is_skipped(monkeypatch)
 
     def removed_after_listing(self, state):
         if state.name == "state_1_1" and self.fs.exists(f"{folder}/manifest.json"):
-            self.fs.remove_file(f"{folder}/manifest.json")  # The removal's first step.
+            head, version = self.read_head(A)  # The removal's first step: uncommit, ...
+            self.fs.replace_if(
+                f"{store.root}/{A}/current.json", head.without({"state_1_1"}).to_bytes(), version
+            )
+            self.fs.remove_file(f"{folder}/manifest.json")  # ... then the files go.
         return read_manifest(self, state)
 
     monkeypatch.setattr(SystemStore, "read_manifest", removed_after_listing)

@@ -65,6 +65,8 @@ class RawCheckpoint:
         declared: shapes a format's config file states, checked against the architecture
             before any tensor: {VitArch field: (where it is stated, value)}, e.g.
             `{"width": ("config.json hidden_size", 768)}`.
+        file_key: the key a munet flat name has in the file (for naming a missing tensor
+            the way the file would); None: the munet name is used.
     """
 
     tensors: dict[str, torch.Tensor]
@@ -73,6 +75,7 @@ class RawCheckpoint:
     num_heads: int | None
     layout: str
     declared: dict[str, tuple[str, int]] = field(default_factory=dict)
+    file_key: Callable[[str], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,8 @@ class Naming:
             skip blocks past `max_layers` without reading them.
         convert: {file key: tensor} -> ({munet name: tensor}, {munet name: file key});
             raises CheckpointError naming keys the ViT has no place for.
+        file_key: (munet flat name, the file's keys) -> the key that name has in this naming
+            (for naming missing tensors); None: the munet name.
     """
 
     name: str
@@ -96,6 +101,7 @@ class Naming:
     convert: Callable[
         [Mapping[str, torch.Tensor], str], tuple[dict[str, torch.Tensor], dict[str, str]]
     ]
+    file_key: Callable[[str, Collection[str]], str] | None = None
 
 
 def as_float32(tensor: torch.Tensor) -> torch.Tensor:

@@ -37,7 +37,6 @@ with eps 1e-6 make transformers compute exactly munet's function.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Collection, Mapping
@@ -46,6 +45,7 @@ from pathlib import Path
 import torch
 
 from munet.models.checkpoints.common import (
+    MUNET_BLOCK,
     POSEMBED,
     CheckpointError,
     Naming,
@@ -53,17 +53,22 @@ from munet.models.checkpoints.common import (
     as_float32,
     unknown_keys_error,
 )
+from munet.models.checkpoints.huggingface_config import (  # noqa: F401  (re-exported)
+    CONFIG_FILE,
+    apply_config,
+    check_config,
+    read_config,
+)
 from munet.models.checkpoints.state_dict import (
     read_safetensors,
     safetensors_tensors,
     state_dict_checkpoint,
 )
+from munet.models.checkpoints.timm import TIMM, check_timm_config, is_timm_config
 from munet.models.checkpoints.torch_state_dict import load_torch_state_dict, read_torch
-from munet.models.vit import LAYER_NORM_EPS
 
 logger = logging.getLogger(__name__)
 
-CONFIG_FILE = "config.json"
 # In the order transformers' from_pretrained prefers them.
 WEIGHT_FILES = (
     "model.safetensors",
@@ -142,6 +147,23 @@ def _fuse_qkv(
         for row, name in enumerate(names):
             if row not in found:
                 raise CheckpointError(f"missing key {key_prefix + name + '.' + kind!r}")
+        # Before stacking: q, k and v must each be (D, D) weights / (D,) biases of one D, or
+        # torch.cat fails without naming any key (or stacks a wrong inner width).
+        query_key = f"{key_prefix}{names[0]}.{kind}"
+        query_shape = tuple(found[0].shape)
+        dims = 2 if kind == "weight" else 1
+        if len(query_shape) != dims or (dims == 2 and query_shape[0] != query_shape[1]):
+            expected = "(D, D)" if dims == 2 else "(D,)"
+            raise CheckpointError(
+                f"key {query_key!r} has shape {query_shape}, expected {expected}"
+            )
+        for row in (1, 2):
+            shape = tuple(found[row].shape)
+            if shape != query_shape:
+                raise CheckpointError(
+                    f"key {key_prefix + names[row] + '.' + kind!r} has shape {shape}, "
+                    f"expected {query_shape} as {query_key!r}"
+                )
         stem = names[0].rsplit(".", 1)[0]
         tensors[f"{out}.attn.qkv.{kind}"] = torch.cat([as_float32(found[r]) for r in range(3)])
         short = "{" + ",".join(name.rsplit(".", 1)[1] for name in names) + "}"
@@ -195,119 +217,38 @@ def _convert(
     return tensors, sources
 
 
+def _file_key(name: str, keys: Collection[str]) -> str:
+    """The key a munet flat name has in a Hugging Face file with these keys (its prefix and
+    block layout); the fused q/k/v names its three parts."""
+    prefix = _PREFIX if any(key.startswith(_PREFIX) for key in keys) else ""
+    top = {ours: theirs for theirs, ours in _TOP.items()}
+    if name in top:
+        return prefix + top[name]
+    match = MUNET_BLOCK.fullmatch(name)
+    if match is None:
+        raise KeyError(name)
+    index, (module, kind) = match.group(1), match.group(2).rsplit(".", 1)
+    layout = _BLOCK_LAYOUTS[0]
+    for candidate in _BLOCK_LAYOUTS:
+        if any(candidate[0].fullmatch(key.removeprefix(_PREFIX)) for key in keys):
+            layout = candidate
+            break
+    _, modules, qkv_names = layout
+    stem = "encoder.layer" if layout is _BLOCK_LAYOUTS[0] else "layers"
+    if module == "attn.qkv":
+        return f"{prefix}{stem}.{index}.{{{','.join(qkv_names)}}}.{kind}"
+    theirs = {ours: theirs for theirs, ours in modules.items()}
+    return f"{prefix}{stem}.{index}.{theirs[module]}.{kind}"
+
+
 HUGGINGFACE = Naming(
     name="huggingface",
     marker=f"Hugging Face's '{_MARKER}' (or 'vit.{_MARKER}')",
     matches=_matches,
     block_index=_block_index,
     convert=_convert,
+    file_key=_file_key,
 )
-
-
-# ------------------------------------------------------------------------ config.json
-
-# transformers' ViTConfig defaults, for fields a config.json leaves out.
-_CONFIG_DEFAULTS = {
-    "hidden_size": 768,
-    "num_attention_heads": 12,
-    "intermediate_size": 3072,
-    "patch_size": 16,
-    "num_channels": 3,
-    "hidden_act": "gelu",
-    "layer_norm_eps": 1e-12,
-    "qkv_bias": True,
-}
-# The same function as munet's tanh GELU (transformers spells it several ways).
-_TANH_GELU = ("gelu_pytorch_tanh", "gelu_python_tanh", "gelu_new", "gelu_fast", "gelu_accurate")
-_EXACT_GELU = ("gelu", "gelu_python")
-
-
-def read_config(path: Path) -> dict:
-    """Reads a transformers `config.json`.
-
-    Raises:
-        CheckpointError: unreadable, not a JSON object.
-    """
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise CheckpointError(f"{path}: not a readable config.json ({error})") from error
-    if not isinstance(config, dict):
-        raise CheckpointError(f"{path}: expected a JSON object, got {type(config).__name__}")
-    return config
-
-
-def check_config(config: Mapping, where: str) -> dict[str, tuple[str, int]]:
-    """Checks a ViT config against what munet's ViT computes.
-
-    Returns:
-        The shapes it states (hidden_size, num_attention_heads, intermediate_size,
-        patch_size) as `RawCheckpoint.declared`, which `load_checkpoint` checks against the
-        architecture before any tensor. A different
-    function (activation other than GELU, other than 3 input channels, another model type) is
-    an error; exact GELU and another LayerNorm eps are warnings naming the difference.
-
-    Raises:
-        CheckpointError: the config describes a model munet's ViT cannot compute.
-    """
-    model_type = config.get("model_type")
-    if model_type != "vit":
-        raise CheckpointError(
-            f"{where}: model_type {model_type!r}: munet reads transformers' ViT ('vit': "
-            f"ViTModel, ViTForImageClassification) only"
-        )
-
-    def value(name: str):
-        return config.get(name, _CONFIG_DEFAULTS[name])
-
-    if value("num_channels") != 3:
-        raise CheckpointError(
-            f"{where}: num_channels {value('num_channels')!r}: munet's ViT reads RGB (3)"
-        )
-    activation = value("hidden_act")
-    if activation in _EXACT_GELU:
-        logger.warning(
-            "%s: hidden_act %r is the exact (erf) GELU; munet computes Flax's tanh GELU, so "
-            "outputs differ slightly from transformers' on these weights",
-            where,
-            activation,
-        )
-    elif activation not in _TANH_GELU:
-        raise CheckpointError(
-            f"{where}: hidden_act {activation!r}: munet's ViT computes GELU (tanh form); "
-            f"expected one of {list(_TANH_GELU + _EXACT_GELU)}"
-        )
-    eps = value("layer_norm_eps")
-    if eps != LAYER_NORM_EPS:
-        logger.warning(
-            "%s: layer_norm_eps %g; munet's LayerNorms use %g (Flax's), so outputs differ "
-            "slightly from transformers' on these weights",
-            where,
-            eps,
-            LAYER_NORM_EPS,
-        )
-    if not value("qkv_bias"):
-        logger.info("%s: qkv_bias false: q/k/v biases load as zeros", where)
-    return {
-        field: (f"{where} {name}", value(name))
-        for field, name in (
-            ("width", "hidden_size"),
-            ("num_heads", "num_attention_heads"),
-            ("mlp_dim", "intermediate_size"),
-            ("patch_size", "patch_size"),
-        )
-    }
-
-
-def apply_config(raw: RawCheckpoint, config_path: Path) -> RawCheckpoint:
-    """Checks `config_path` (`check_config`) and records what it states in `raw`.
-
-    Raises:
-        CheckpointError: unreadable config, or one munet's ViT cannot compute.
-    """
-    raw.declared = check_config(read_config(config_path), str(config_path))
-    raw.num_heads = raw.declared["num_heads"][1]
-    return raw
 
 
 # ------------------------------------------------------------------------------ folders
@@ -358,8 +299,16 @@ def read_folder(folder: Path, max_layers: int | None) -> RawCheckpoint:
     """
     weights = weight_file(folder)
     config_path = folder / CONFIG_FILE
+    config = read_config(config_path)
+    if is_timm_config(config) and not weights.name.endswith(".index.json"):
+        # timm's save_pretrained / push_to_hub folder: timm names, pooling in its config.
+        check_timm_config(config, str(config_path))
+        read = read_safetensors if weights.suffix == ".safetensors" else read_torch
+        raw, _ = read(weights, max_layers, (TIMM,))
+        raw.layout = f"timm({weights.name})"
+        return raw
     # The config first: a model munet cannot compute fails before any weight is read.
-    declared = check_config(read_config(config_path), str(config_path))
+    declared = check_config(config, str(config_path))
     only_hf = (HUGGINGFACE,)
     if weights.name.endswith(".index.json"):
         shards = sharded_keys(weights)

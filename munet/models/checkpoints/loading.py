@@ -12,10 +12,16 @@ import torch
 from munet.models.arch import VitArch
 from munet.models.checkpoints.augreg_npz import read_npz
 from munet.models.checkpoints.common import POSEMBED, CheckpointError, RawCheckpoint
-from munet.models.checkpoints.huggingface import CONFIG_FILE, HUGGINGFACE, apply_config, read_folder
+from munet.models.checkpoints.huggingface import (
+    CONFIG_FILE,
+    HUGGINGFACE,
+    apply_config,
+    read_config,
+    read_folder,
+)
 from munet.models.checkpoints.munet_safetensors import MUNET, is_export_folder, read_export_folder
 from munet.models.checkpoints.state_dict import read_safetensors
-from munet.models.checkpoints.timm import TIMM
+from munet.models.checkpoints.timm import TIMM, check_timm_config, is_timm_config
 from munet.models.checkpoints.torch_state_dict import TORCH_SUFFIXES, read_torch
 from munet.models.components import Components, component_shapes
 from munet.models.posembed import resize_posembed
@@ -64,7 +70,22 @@ def read_checkpoint(path: str | Path, max_layers: int | None = None) -> RawCheck
     if naming is HUGGINGFACE and config_path.is_file():
         # A weight file taken out of its save_pretrained folder: its config still applies.
         apply_config(raw, config_path)
+    if naming is TIMM and config_path.is_file():
+        # timm's save_pretrained / push_to_hub: the pooling is only in its config.
+        config = read_config(config_path)
+        if is_timm_config(config):
+            check_timm_config(config, str(config_path))
     return raw
+
+
+def _file_key(raw: RawCheckpoint, flat: str) -> str:
+    """The file's key for a munet flat name (the name itself where the naming has no map)."""
+    if raw.file_key is None:
+        return flat
+    try:
+        return raw.file_key(flat)
+    except (KeyError, ValueError):
+        return flat
 
 
 def _check_declared(path: Path, raw: RawCheckpoint, arch: VitArch) -> None:
@@ -102,7 +123,7 @@ def load_checkpoint(path: str | Path, arch: VitArch, image_size: int) -> Compone
             f"{path}: checkpoint has {raw.num_heads} attention heads, arch expects {arch.num_heads}"
         )
     if arch.num_layers > raw.depth:
-        missing = f"encoderblock_{raw.depth}.norm1.weight"
+        missing = _file_key(raw, f"encoderblock_{raw.depth}.norm1.weight")
         raise CheckpointError(
             f"{path}: arch asks for {arch.num_layers} encoder blocks, the checkpoint has "
             f"{raw.depth}: missing {missing} (key for block {raw.depth} of layout {raw.layout})"
@@ -145,8 +166,8 @@ def load_checkpoint(path: str | Path, arch: VitArch, image_size: int) -> Compone
             flat = f"{component}.{name}"
             if flat not in tensors:
                 raise CheckpointError(
-                    f"{path}: missing tensor for {flat} (expected shape {shape}; "
-                    f"layout {raw.layout})"
+                    f"{path}: missing key {_file_key(raw, flat)!r} (munet's {flat}, expected "
+                    f"shape {shape}; layout {raw.layout})"
                 )
             tensor = tensors[flat]
             if tuple(tensor.shape) != shape:

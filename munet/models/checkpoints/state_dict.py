@@ -82,6 +82,9 @@ def state_dict_checkpoint(
     if POSEMBED in tensors:
         tensors[POSEMBED] = with_cls_row(tensors[POSEMBED])
     raw = RawCheckpoint(tensors, sources, len(file_blocks), None, f"{container}({naming.name})")
+    if naming.file_key is not None:
+        key_of = naming.file_key
+        raw.file_key = lambda name: key_of(name, keys)
     return raw, naming
 
 
