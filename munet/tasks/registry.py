@@ -307,8 +307,9 @@ def get_task(
             (`default_split_rule`: `"own-data"` for `folder:`, `npz:`, `hf:` data, else
             `"default"`); `"default"`, the seed's rule for the splits the data lacks;
             `"own-data"`, stratified max(10%, 200) splits (munet.tasks.splits); or
-            `"validation=X,test=Y"` (either part may be left out), a stratified split of the train pool with X, Y a fraction in (0, 1) or
-            a count (see munet.tasks.splits; `split_rule(validation=0.1)` writes one).
+            `"validation=X,test=Y"` (either part may be left out), a stratified split of the
+            train pool with X, Y a fraction in (0, 1) or a count (see munet.tasks.splits;
+            `split_rule(validation=0.1)` writes one).
         skip_bad_files: a `folder:` source leaves out image files that cannot be read (empty,
             corrupt), with one warning, instead of refusing the folder.
 
