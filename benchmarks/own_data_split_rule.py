@@ -159,7 +159,8 @@ def main(argv: list[str] | None = None) -> dict:
                     flush=True,
                 )
     summary = {label: summarise([r for r in rows if r["arm"] == label]) for label, _ in arms}
-    print(f"{'arm':>12} {'runs':>4} {'held-out':>9} {'worst':>6} {'val':>6} {'|gap|':>6} {'max':>6}")
+    header = ("arm", "runs", "held-out", "worst", "val", "|gap|", "max")
+    print(" ".join(f"{h:>{w}}" for h, w in zip(header, (12, 4, 9, 6, 6, 6, 6), strict=True)))
     for label, s in summary.items():
         print(
             f"{label:>12} {s['runs']:>4} {s['held_out_mean']:>9.4f} {s['held_out_worst']:>6.3f} "

@@ -52,6 +52,7 @@ from munet.agents.reports import (
     generation_summary,
     log_level,
 )
+from munet.agents.rescoring import rescore_finalists
 from munet.agents.run_loop import LINES_SHOWN, RunLoop
 from munet.agents.tracked import track_generation
 from munet.config import DATASET_HPARAMS_PREFIX, AgentConfig
@@ -307,6 +308,10 @@ class Agent(PathTraining, RunLoop):
                 "path yet; train longer (num_validations_per_path_training) or sample more "
                 "(num_samples_per_cycle)"
             )
+        if self.config.rescore_finalists and self.task.source.num_examples("validation") > (
+            self.task.num_validation_examples
+        ):
+            best = rescore_finalists(population, self.full_validation_quality) or best
         self.run_test_eval(best)
         return best
 

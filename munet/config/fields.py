@@ -96,6 +96,15 @@ class AgentConfig:
             other agent's path); ``False``, the default, leaves it out, since routing through
             it publishes a model with untrained parameters. Roots made from a checkpoint
             qualify either way.
+        rescore_finalists: munet's option (beyond the seed): before a cycle publishes,
+            evaluate the agent's own paths (its finalists) on the whole validation split,
+            not the first ``num_validation_examples_max`` examples, and keep the best on that
+            (munet.agents.rescoring). A no-op when the split is not larger than the cap.
+        adapter_mutation_probability: munet's option (beyond the seed; 0 keeps the seed's
+            mutations): the probability that a child puts a residual bottleneck adapter after
+            each frozen (shared) encoder block instead of cloning or sharing it alone
+            (munet.models.adapters, munet.agents.adapter_mutation).
+        adapter_bottleneck: the bottleneck width of those adapters.
     """
 
     name: str
@@ -125,6 +134,9 @@ class AgentConfig:
     singlepath_agent: str = ""
     path_output_cache_mb: int = 512
     multipath_random_root: bool = False
+    rescore_finalists: bool = False
+    adapter_mutation_probability: float = 0.0
+    adapter_bottleneck: int = 8
 
     def validate(self) -> AgentConfig:
         """Checks the config is consistent (the seed's ``config_validate`` and more).

@@ -135,6 +135,9 @@ FIELD_RULES: dict[str, Rule] = {
     ),
     "path_output_cache_mb": Rule("an int >= 0 (MB)", lambda v: _is_int(v) and v >= 0),
     "multipath_random_root": BOOL,
+    "rescore_finalists": BOOL,
+    "adapter_mutation_probability": number_in(0.0, 1.0),
+    "adapter_bottleneck": int_at_least(1),
     "singlepath_agent": Rule(
         "'' (a singlepath agent) or the agent class whose paths a multipath agent combines",
         lambda v: v == "" or (isinstance(v, str) and bool(_CLASS_NAME.match(v))),
