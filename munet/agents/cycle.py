@@ -144,6 +144,7 @@ class Agent(PathTraining, RunLoop):
         skip_bad_files: bool = False,
     ) -> None:
         from munet.tasks import get_task
+        from munet.tasks.registry import warn_small_validation
 
         if detail not in LINES_SHOWN:
             raise ValueError(f"detail {detail!r}: expected one of {', '.join(LINES_SHOWN)}")
@@ -166,6 +167,7 @@ class Agent(PathTraining, RunLoop):
             split_rule=config.data_split or None,
             skip_bad_files=skip_bad_files,
         )
+        warn_small_validation(self.task)  # selection on under 200 examples is luck
         self.devices = list(devices) if devices else local_devices(config.max_devices)
         self.progress = False if quiet and progress is None else progress
         self.echo = echo or print

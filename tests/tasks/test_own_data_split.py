@@ -8,7 +8,11 @@ import pytest
 import torch
 
 from munet.tasks import get_task
-from munet.tasks.registry import default_split_rule, small_validation_warning
+from munet.tasks.registry import (
+    default_split_rule,
+    small_validation_warning,
+    warn_small_validation,
+)
 from munet.tasks.splits import (
     apply_own_data_rule,
     canonical_split_rule,
@@ -103,14 +107,18 @@ def test_tfds_style_and_embedded_tasks_are_unchanged():
     assert digits.source is get_task("digits", batch_size=32, split_rule="default").source
 
 
-def test_a_validation_split_under_200_warns_once_with_its_size(tmp_path):
+def test_a_validation_split_under_200_warns_with_its_size(tmp_path):
     path = _npz(tmp_path / "mine.npz", [30] * 4)  # 120 images: 24 validation
-    with pytest.warns(UserWarning, match=r"task 'tiny': its validation split has 24 examples "
-                      r"\(under 200\).*--val-split 200"):  # fmt: skip
-        task = get_task("tiny", data=f"npz:{path}", batch_size=8)
-    assert small_validation_warning(task).startswith("task 'tiny'")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        get_task("tiny", data=f"npz:{path}", batch_size=8)  # cached: no second warning
-        big = get_task("big", data=f"npz:{_npz(tmp_path / 'b.npz', [300] * 5)}", batch_size=8)
+        task = get_task("tiny", data=f"npz:{path}", batch_size=8)  # building a task: silent
+    with pytest.warns(UserWarning, match=r"task 'tiny': its validation split has 24 examples "
+                      r"\(under 200\).*--val-split 200"):  # fmt: skip
+        warn_small_validation(task)
+    big = get_task("big", data=f"npz:{_npz(tmp_path / 'b.npz', [300] * 5)}", batch_size=8)
     assert small_validation_warning(big) == ""
+    # munet's embedded tasks have fixed, documented splits (digits: 180): no warning.
+    digits = get_task("digits", batch_size=8)
+    assert digits.source.num_examples("validation") == 180
+    assert small_validation_warning(digits) == ""
+
