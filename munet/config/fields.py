@@ -82,8 +82,10 @@ class AgentConfig:
         data: the source a named task reads (``munet run --task flowers --data
             folder:/data/flowers``), stored with every state so a rerun, a resume or another
             reader of the state dir needs no ``--data``; empty for munet's own task names.
-        data_split: the split rule of ``data`` (``"default"``: the seed's 5% slices of train
-            for the splits the data lacks; ``"validation=X,test=Y"``: a stratified split of the
+        data_split: the split rule of ``data`` (empty: the source's default, ``"own-data"``
+            for folder/npz/hf data, else ``"default"``; ``"default"``: the seed's 5% slices of
+            train for the splits the data lacks; ``"own-data"``: stratified max(10%, 200)
+            slices, at most 20%; ``"validation=X,test=Y"``: a stratified split of the
             train pool, X and Y fractions or counts, from ``--val-split``/``--test-split``; see
             munet.tasks.splits).
         singlepath_agent: empty for a singlepath agent; for a multipath agent, the singlepath

@@ -129,8 +129,9 @@ FIELD_RULES: dict[str, Rule] = {
     "precision": Rule("one of 'fp32', 'bf16', 'auto'", lambda v: v in _precisions()),
     "data": Rule("a data source string ('' for munet's own tasks)", lambda v: isinstance(v, str)),
     "data_split": Rule(
-        "'' or 'default' (the seed's rule), or 'validation=X,test=Y' with X, Y a fraction in "
-        "(0, 1) or a count (either part may be left out)",
+        "'' (the source's default), 'default' (the seed's rule), 'own-data' (stratified "
+        "max(10%, 200)), or 'validation=X,test=Y' with X, Y a fraction in (0, 1) or a count "
+        "(either part may be left out)",
         lambda v: isinstance(v, str) and _is_split_rule(v),
     ),
     "path_output_cache_mb": Rule("an int >= 0 (MB)", lambda v: _is_int(v) and v >= 0),

@@ -122,3 +122,12 @@ def test_a_validation_split_under_200_warns_with_its_size(tmp_path):
     assert digits.source.num_examples("validation") == 180
     assert small_validation_warning(digits) == ""
 
+
+
+def test_a_bad_rule_in_a_config_names_the_rules():
+    from munet.config import ConfigError, apply_overrides, get_preset
+
+    config = apply_overrides(get_preset("VitCpu"), ["data_split=own-data"])
+    assert config.data_split == "own-data"
+    with pytest.raises(ConfigError, match=r"data_split=.*own-data2.*'own-data' \(stratified"):
+        apply_overrides(get_preset("VitCpu"), ["data_split=own-data2"])
