@@ -50,6 +50,7 @@ def test_flops_follow_the_counter_convention():
 
 def test_assembled_from_components_and_exported_tree_agree():
     components = init_components(ARCH, 16, torch.Generator().manual_seed(1))
+    components["head"]["weight"].normal_(0, 0.1, generator=torch.Generator().manual_seed(4))
     adapter = init_adapter(ARCH.width, 4, torch.Generator().manual_seed(2))
     adapter["up.weight"].normal_(0, 0.1, generator=torch.Generator().manual_seed(3))
     components["adapter_1"] = adapter
@@ -60,7 +61,12 @@ def test_assembled_from_components_and_exported_tree_agree():
     flat = {f"{c}.{n}": t for c, tensors in components.items() for n, t in tensors.items()}
     module.load_state_dict(flat, strict=True)
     images = torch.rand(3, 3, 16, 16)
-    assert torch.allclose(assembled(images), module(images), atol=1e-6)
+    logits = assembled(images)
+    assert torch.allclose(logits, module(images), atol=1e-6)
+    without = {c: t for c, t in components.items() if c != "adapter_1"}
+    plain = build_module({"type": "vit", "arch": ARCH.to_dict(), "image_size": 16})
+    plain.load_state_dict({f"{c}.{n}": t for c, ts in without.items() for n, t in ts.items()})
+    assert not torch.allclose(logits, plain(images), atol=1e-4)  # the adapter counts
     bad = dict(components, adapter_1={**adapter, "up.bias": torch.zeros(3)})
     with pytest.raises(ValueError, match="component 'adapter_1' has tensors"):
         AssembledAdaptedVit(ARCH, 16, bad)
