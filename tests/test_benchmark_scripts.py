@@ -154,3 +154,22 @@ def test_own_data_vs_cnn_quick_runs_the_readme_commands_and_scores_held_out(
     assert 50_000 < cnn["params"] < 60_000 and cnn["steps"] > 0
     assert cnn["seconds"] >= munet["seconds"]
     assert result["ratio"] == pytest.approx(munet["accuracy"] / cnn["accuracy"])
+
+
+# Two arms of root, run, export and predict subprocesses: about 30 s on an idle 2-core machine.
+@pytest.mark.slow
+def test_own_data_split_rule_quick_reports_validation_held_out_and_the_gap(
+    tmp_path, capsys, restore_threads
+):
+    out = tmp_path / "split.json"
+    load_script("own_data_split_rule").main(
+        ["--quick", "--root", "random_init", "--work", str(tmp_path / "work"), "--out", str(out)]
+    )
+    text = capsys.readouterr().out
+    result = json.loads(out.read_text())
+    assert [r["arm"] for r in result["runs"]] == ["seed-rule", "own-data"]
+    for run in result["runs"]:
+        assert 0.0 <= run["validation"] <= 1.0 and 0.0 <= run["held_out"] <= 1.0
+        assert run["gap"] == pytest.approx(run["validation"] - run["held_out"])
+    assert set(result["summary"]) == {"seed-rule", "own-data"}
+    assert len(ratios(text)) == 1 and "own-data / seed-rule" in text

@@ -54,6 +54,7 @@ from munet.agents.reports import (
     generation_summary,
     log_level,
 )
+from munet.agents.rescoring import rescore_finalists
 from munet.agents.run_loop import RunLoop
 from munet.agents.tracked import track_generation
 from munet.config import DATASET_HPARAMS_PREFIX, AgentConfig
@@ -133,6 +134,7 @@ class Agent(PathTraining, RunLoop):
         **option_values: Any,
     ) -> None:
         from munet.tasks import get_task
+        from munet.tasks.registry import warn_small_validation
 
         options = RunOptions.of(options, **option_values)
         self.options = options
@@ -154,6 +156,7 @@ class Agent(PathTraining, RunLoop):
             split_rule=config.data_split or None,
             skip_bad_files=options.skip_bad_files,
         )
+        warn_small_validation(self.task)  # selection on under 200 examples is luck
         self.devices = (
             list(options.devices) if options.devices else local_devices(config.max_devices)
         )
@@ -307,6 +310,10 @@ class Agent(PathTraining, RunLoop):
                 "path yet; train longer (num_validations_per_path_training) or sample more "
                 "(num_samples_per_cycle)"
             )
+        if self.config.rescore_finalists and self.task.source.num_examples("validation") > (
+            self.task.num_validation_examples
+        ):
+            best = rescore_finalists(population, self.full_validation_quality) or best
         self.run_test_eval(best)
         return best
 

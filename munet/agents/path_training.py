@@ -152,6 +152,16 @@ class PathTraining:
         size = self.config.eval_batch_size or self.config.batch_size
         return rebatch(((b.images, b.labels) for b in batches), size)
 
+    def full_validation_quality(self, path: Path) -> float:
+        """The path's accuracy on the whole validation split (uncapped; for re-scoring the
+        finalists, munet.agents.rescoring)."""
+        device = self.devices[0]
+        model = self.build_model(path, device, train=False).model
+        batches = self.task.full_validation_batches(path.hparams)
+        return evaluate_accuracy(
+            model, self._eval_batches(batches), device, self.config.precision
+        )
+
     # Test evaluation ------------------------------------------------------------------------
     def run_test_eval(self, path: Path, test_immutability: bool = False) -> float:
         """Evaluates ``path`` on the test split and stores ``test_quality`` (skipped when it is

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from munet.models import VitArch, component_names
+from munet.models.adapted_vit import adapter_block_index, adapter_name
 from munet.system import Path, PathComponent, SystemStore, agent_class_name, is_root_model_agent
 from munet.tasks.registry import did_you_mean
 
@@ -199,12 +200,19 @@ def path_model(
         )
         image_size = int(hparams["ds_image_size"])
         params = path.params()
+        # Adapters after the blocks the architecture has (munet's adapter mutation).
+        adapters = {
+            index: int(params[name]["down.weight"].shape[0])
+            for name in params
+            if (index := adapter_block_index(name)) is not None and index < arch.num_layers
+        }
+        names = [*component_names(arch), *(adapter_name(i) for i in sorted(adapters))]
         tensors = {
-            f"{name}.{tensor}": value
-            for name in component_names(arch)
-            for tensor, value in params[name].items()
+            f"{name}.{tensor}": value for name in names for tensor, value in params[name].items()
         }
         node = {"type": "vit", "arch": arch.to_dict(), "image_size": image_size}
+        if adapters:  # Only then: a path without adapters exports exactly as before.
+            node["adapters"] = {str(i): b for i, b in sorted(adapters.items())}
         return node, tensors
     slots = {}
     tensors: dict[str, torch.Tensor] = {}

@@ -17,6 +17,11 @@ from typing import Any
 
 import torch
 
+from munet.agents.adapter_mutation import (
+    choose_adapters,
+    materialize_adapters,
+    path_adapter_flops,
+)
 from munet.agents.cycle import (
     Agent,
     BuiltModel,
@@ -46,6 +51,7 @@ from munet.models import (
     load_checkpoint,
     resize_posembed,
 )
+from munet.models.adapted_vit import AssembledAdaptedVit, adapter_block_index, adapter_name
 from munet.system import Component, Path, Population, SystemStore
 
 # Mutation, selection and reuse decisions: shown by `munet run -v` (munet.cli.agents).
@@ -83,6 +89,8 @@ def assemble_vit(
     hparams = path.hparams if hparams is None else hparams
     arch = model_arch(config, hparams)
     used = set(component_names(arch))
+    # Adapters after the blocks the architecture has (munet's adapter mutation).
+    used |= {adapter_name(i) for i in range(arch.num_layers)}
     mapping: dict[str, dict[str, torch.Tensor]] = {}
     trainable: dict[str, dict[str, torch.Tensor]] = {}
     for component in path.components:
@@ -92,7 +100,10 @@ def assemble_vit(
         mapping[component.name] = device_tensors(component, device, learn)
         if learn:
             trainable[component.name] = mapping[component.name]
-    return AssembledVit(arch, int(hparams["ds_image_size"]), mapping), trainable
+    image_size = int(hparams["ds_image_size"])
+    if any(adapter_block_index(name) is not None for name in mapping):
+        return AssembledAdaptedVit(arch, image_size, mapping), trainable
+    return AssembledVit(arch, image_size, mapping), trainable
 
 
 class SinglepathAgent(Agent):
@@ -130,9 +141,8 @@ class SinglepathAgent(Agent):
         return BuiltModel(model, trainable)
 
     def path_flops(self, path: Path) -> float:
-        return float(
-            count_flops(model_arch(self.config, path.hparams), path.hparams["ds_image_size"])
-        )
+        arch, image_size = model_arch(self.config, path.hparams), path.hparams["ds_image_size"]
+        return float(count_flops(arch, image_size) + path_adapter_flops(path, arch, image_size))
 
     def describe_path(self, path: Path) -> str:
         return f"layers {path.hparams.get('num_layers')} image {path.hparams.get('ds_image_size')}"
@@ -177,6 +187,12 @@ class SinglepathAgent(Agent):
         components, choices = self.build_components(
             population, parent, hparams, decide_clone, seed_parts
         )
+        if self.config.adapter_mutation_probability > 0 or any(
+            adapter_block_index(c.name) is not None for c in parent.comps_only()
+        ):
+            components, choices = self._with_adapters(
+                population, parent, hparams, components, choices, decide_clone, rng, seed_parts
+            )
         path = population.new_path(hparams, components, parent)
         # One line per decision: those that change something at INFO, the others at DEBUG.
         for index, line in enumerate(choice.log):
@@ -239,6 +255,31 @@ class SinglepathAgent(Agent):
                 self._materialize(population, picked, arch, image_size, parent, generator)
             )
         return components, choices
+
+    def _with_adapters(
+        self,
+        population: Population,
+        parent: Path,
+        hparams: dict[str, Any],
+        components: list[Component],
+        choices: list[ComponentChoice],
+        decide_clone: Callable[[str], bool],
+        rng: random.Random,
+        seed_parts: tuple,
+    ) -> tuple[list[Component], list[ComponentChoice]]:
+        """The child's components and choices with its adapters appended (munet's adapter
+        mutation: munet.agents.adapter_mutation)."""
+        arch = model_arch(self.config, hparams)
+        bottleneck = self.config.adapter_bottleneck
+        picked = choose_adapters(
+            parent, arch, choices, self.config.adapter_mutation_probability, bottleneck, rng,
+            decide_clone,
+        )  # fmt: skip
+        generator = torch.Generator().manual_seed(
+            stable_seed(self.config.seed, self.agent_id, *seed_parts, "adapters")
+        )
+        adapters = materialize_adapters(population, picked, arch.width, bottleneck, generator)
+        return [*components, *adapters], [*choices, *picked]
 
     def _materialize(
         self,

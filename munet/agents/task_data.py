@@ -94,7 +94,8 @@ def bind_task_data(
       own task names (with a split rule, the binding names it as its own source).
 
     The split rule: `split` (or a non-empty `config.data_split`) must be the one recorded for
-    the task, if any; else the recorded one; else the default rule.
+    the task, if any; else the recorded one; else the source's default
+    (`munet.tasks.registry.default_split_rule`: `own-data` for folder:/npz:/hf: data).
 
     Args:
         config: the agent's config (the stored one when the agent has a state).
@@ -114,7 +115,7 @@ def bind_task_data(
         ValueError: a malformed source spec.
     """
     from munet.tasks import DEFAULT_SPLIT_RULE, canonical_data_spec, check_task_name_for_data
-    from munet.tasks.registry import is_known_task_name
+    from munet.tasks.registry import default_split_rule, is_known_task_name
     from munet.tasks.splits import canonical_split_rule
 
     requested = data if data is not None else (config.data or None)
@@ -162,7 +163,9 @@ def bind_task_data(
             f"{asked_split}. Rerun without --val-split/--test-split to continue on the recorded "
             "splits, or name the data with this split as another task (--task NEW_NAME)"
         )
-    rule = recorded_rule or asked_split or DEFAULT_SPLIT_RULE
+    # A new binding without a split asked for: the source's default (munet's own-data rule
+    # for folder:/npz:/hf: data; the seed's for TFDS and munet's tasks).
+    rule = recorded_rule or asked_split or default_split_rule(canonical)
     return dataclasses.replace(config, data=canonical, data_split=rule)
 
 

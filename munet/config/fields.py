@@ -82,8 +82,10 @@ class AgentConfig:
         data: the source a named task reads (``munet run --task flowers --data
             folder:/data/flowers``), stored with every state so a rerun, a resume or another
             reader of the state dir needs no ``--data``; empty for munet's own task names.
-        data_split: the split rule of ``data`` (``"default"``: the seed's 5% slices of train
-            for the splits the data lacks; ``"validation=X,test=Y"``: a stratified split of the
+        data_split: the split rule of ``data`` (empty: the source's default, ``"own-data"``
+            for folder/npz/hf data, else ``"default"``; ``"default"``: the seed's 5% slices of
+            train for the splits the data lacks; ``"own-data"``: stratified max(10%, 200)
+            slices, at most 20%; ``"validation=X,test=Y"``: a stratified split of the
             train pool, X and Y fractions or counts, from ``--val-split``/``--test-split``; see
             munet.tasks.splits).
         singlepath_agent: empty for a singlepath agent; for a multipath agent, the singlepath
@@ -96,6 +98,15 @@ class AgentConfig:
             other agent's path); ``False``, the default, leaves it out, since routing through
             it publishes a model with untrained parameters. Roots made from a checkpoint
             qualify either way.
+        rescore_finalists: munet's option (beyond the seed): before a cycle publishes,
+            evaluate the agent's own paths (its finalists) on the whole validation split,
+            not the first ``num_validation_examples_max`` examples, and keep the best on that
+            (munet.agents.rescoring). A no-op when the split is not larger than the cap.
+        adapter_mutation_probability: munet's option (beyond the seed; 0 keeps the seed's
+            mutations): the probability that a child puts a residual bottleneck adapter after
+            each frozen (shared) encoder block instead of cloning or sharing it alone
+            (munet.models.adapters, munet.agents.adapter_mutation).
+        adapter_bottleneck: the bottleneck width of those adapters.
     """
 
     name: str
@@ -125,6 +136,9 @@ class AgentConfig:
     singlepath_agent: str = ""
     path_output_cache_mb: int = 512
     multipath_random_root: bool = False
+    rescore_finalists: bool = False
+    adapter_mutation_probability: float = 0.0
+    adapter_bottleneck: int = 8
 
     def validate(self) -> AgentConfig:
         """Checks the config is consistent (the seed's ``config_validate`` and more).

@@ -129,12 +129,16 @@ FIELD_RULES: dict[str, Rule] = {
     "precision": Rule("one of 'fp32', 'bf16', 'auto'", lambda v: v in _precisions()),
     "data": Rule("a data source string ('' for munet's own tasks)", lambda v: isinstance(v, str)),
     "data_split": Rule(
-        "'' or 'default' (the seed's rule), or 'validation=X,test=Y' with X, Y a fraction in "
-        "(0, 1) or a count (either part may be left out)",
+        "'' (the source's default), 'default' (the seed's rule), 'own-data' (stratified "
+        "max(10%, 200)), or 'validation=X,test=Y' with X, Y a fraction in (0, 1) or a count "
+        "(either part may be left out)",
         lambda v: isinstance(v, str) and _is_split_rule(v),
     ),
     "path_output_cache_mb": Rule("an int >= 0 (MB)", lambda v: _is_int(v) and v >= 0),
     "multipath_random_root": BOOL,
+    "rescore_finalists": BOOL,
+    "adapter_mutation_probability": number_in(0.0, 1.0),
+    "adapter_bottleneck": int_at_least(1),
     "singlepath_agent": Rule(
         "'' (a singlepath agent) or the agent class whose paths a multipath agent combines",
         lambda v: v == "" or (isinstance(v, str) and bool(_CLASS_NAME.match(v))),

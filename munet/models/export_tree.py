@@ -1,7 +1,9 @@
 """The model tree of an export folder, built into plain modules.
 
-{"type": "vit", "arch": VitArch.to_dict(), "image_size": S}
-    a `VisionTransformer`; its state-dict names are the component names.
+{"type": "vit", "arch": VitArch.to_dict(), "image_size": S[, "adapters": {"i": b, ...}]}
+    a `VisionTransformer`; its state-dict names are the component names. With `adapters`
+    (munet's adapter mutation), a bottleneck adapter of width b after block i
+    (`munet.models.adapted_vit.AdaptedVisionTransformer`, components `adapter_<i>`).
 {"type": "multipath", "router_lr_mult": m, "paths": {"path_0": <vit node>, ...}}
     the seed's multipath model (`munet.models.multipath`): the subpaths by slot, plus the
     `multipath_router` and `head_adapter_path_k` components.
@@ -15,6 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from munet.models.adapted_vit import AdaptedVisionTransformer
 from munet.models.arch import VitArch
 from munet.models.multipath import ROUTER, MultipathVit, head_adapter_name
 from munet.models.vit import LAYER_NORM_EPS, VisionTransformer
@@ -98,7 +101,11 @@ def build_module(node: Mapping[str, Any]) -> nn.Module:
     kind = node.get("type")
     try:
         if kind == "vit":
-            return VisionTransformer(VitArch.from_dict(node["arch"]), int(node["image_size"]))
+            arch, image_size = VitArch.from_dict(node["arch"]), int(node["image_size"])
+            if node.get("adapters"):
+                adapters = {int(i): int(b) for i, b in node["adapters"].items()}
+                return AdaptedVisionTransformer(arch, image_size, adapters)
+            return VisionTransformer(arch, image_size)
         if kind == "multipath":
             paths = {}
             for slot, sub in node["paths"].items():

@@ -20,17 +20,29 @@ from __future__ import annotations
 
 import difflib
 import functools
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from munet.tasks.sources.base import DEFAULT_SPLIT_RULE, Source, check_split_rule
+from munet.tasks.sources.base import (
+    DEFAULT_SPLIT_RULE,
+    OWN_DATA_SPLIT_RULE,
+    Source,
+    check_split_rule,
+)
 from munet.tasks.task import Task
 
 # The seed's common agent config (µNet notebook, get_common_config_vit).
 DEFAULT_NUM_TRAIN_EXAMPLES_BETWEEN_VALIDATIONS_MAX = 300_000
 DEFAULT_NUM_VALIDATION_EXAMPLES_MAX = 10_000
 SCHEMES = ("folder", "npz", "hf", "tfds")
+# Sources of a user's own data: the seed defines no split for them, so their default split rule
+# is munet's own-data rule (TFDS and munet's named tasks keep the seed's).
+OWN_DATA_SCHEMES = ("folder", "npz", "hf")
+# Fewer validation examples than this make selection a matter of luck (one example is 0.5%
+# of 200); an agent selecting on a task below it warns once (`warn_small_validation`).
+MIN_VALIDATION_EXAMPLES = 200
 
 
 @dataclass(frozen=True)
@@ -198,6 +210,37 @@ def check_task_name_for_data(name: str) -> str:
     return name
 
 
+def default_split_rule(spec: str) -> str:
+    """The split rule a source gets when none is asked for: `own-data` for a user's own data
+    (`folder:`, `npz:`, `hf:`), the seed's `default` for everything else (TFDS, munet's tasks).
+    """
+    scheme, sep, _ = spec.partition(":")
+    return OWN_DATA_SPLIT_RULE if sep and scheme in OWN_DATA_SCHEMES else DEFAULT_SPLIT_RULE
+
+
+def small_validation_warning(task: Task) -> str:
+    """The warning for a task whose validation split is under `MIN_VALIDATION_EXAMPLES`
+    examples (empty when it is not, and for registered tasks such as munet's embedded ones,
+    whose splits are fixed and documented: `digits` has 180)."""
+    count = task.source.num_examples("validation")
+    if count >= MIN_VALIDATION_EXAMPLES or task.source.name in _REGISTRY:
+        return ""
+    return (
+        f"task {task.name!r}: its validation split has {count} examples (under "
+        f"{MIN_VALIDATION_EXAMPLES}); validation accuracy, which selects the models, is then "
+        f"noisy (one example is {100 / max(count, 1):.1f}%); give more data or a larger split "
+        f"(--val-split {MIN_VALIDATION_EXAMPLES})"
+    )
+
+
+def warn_small_validation(task: Task) -> None:
+    """Warns (one line, `warnings.warn`) when `small_validation_warning` has something to say;
+    agents call it before they select on the task's validation split."""
+    warning = small_validation_warning(task)
+    if warning:
+        warnings.warn(warning, stacklevel=3)
+
+
 _SOURCE_CACHE: dict[tuple[str, str | None, bool], Source] = {}
 _TASK_CACHE: dict[tuple, Task] = {}
 
@@ -291,10 +334,13 @@ def get_task(
             streams carry over. False builds a fresh one (its data still come from the cache).
         data: the source spec a named task reads (`folder:ROOT`, `npz:FILE`, `hf:DIR`,
             `tfds:NAME` or another task's name); None: `name` itself is the source.
-        split_rule: how the splits are made: `"default"` (also what None means), the seed's
-            rule for the splits the data lacks; or `"validation=X,test=Y"` (either part may be
-            left out), a stratified split of the train pool with X, Y a fraction in (0, 1) or
-            a count (see munet.tasks.splits; `split_rule(validation=0.1)` writes one).
+        split_rule: how the splits are made: None, the source's default
+            (`default_split_rule`: `"own-data"` for `folder:`, `npz:`, `hf:` data, else
+            `"default"`); `"default"`, the seed's rule for the splits the data lacks;
+            `"own-data"`, stratified max(10%, 200) splits (munet.tasks.splits); or
+            `"validation=X,test=Y"` (either part may be left out), a stratified split of the
+            train pool with X, Y a fraction in (0, 1) or a count (see munet.tasks.splits;
+            `split_rule(validation=0.1)` writes one).
         skip_bad_files: a `folder:` source leaves out image files that cannot be read (empty,
             corrupt), with one warning, instead of refusing the folder.
 
@@ -309,7 +355,9 @@ def get_task(
     """
     from munet.tasks.splits import apply_split_rule, canonical_split_rule
 
-    check_split_rule(split_rule or DEFAULT_SPLIT_RULE)
+    if not split_rule:
+        split_rule = default_split_rule(name if data is None else data)
+    check_split_rule(split_rule)
     split_rule = canonical_split_rule(split_rule)
     if data is not None and data != name:
         check_task_name_for_data(name)

@@ -5,6 +5,11 @@ A split rule is stored with the agent's state as a string (`AgentConfig.data_spl
 - `default` (or empty): the µNet seed's rule, unchanged: splits the data has are used as they
   are, a missing test split is the first 5% of train, a missing validation split the next 5%,
   after a fixed shuffle (munet.tasks.sources.base.carve_default_splits).
+- `own-data`: munet's default for a user's own data (`folder:`, `npz:`, `hf:` sources, where
+  the seed defines no split): every split the data lacks (test, validation) is a stratified
+  `own_data_split_size(pool)` = max(10%, 200) examples of the train pool, at most 20% each, so
+  that validation is large enough to select on (measured: benchmarks/own_data_split_rule.py,
+  docs/tasks.md). Data too small to stratify falls back to the seed's rule, with a warning.
 - `validation=X[,test=Y]` (either part may be left out): a stratified split of the train pool.
   `X` and `Y` are, as in Hugging Face's `train_test_split`, a fraction in (0, 1) of the pool
   (ceil(fraction * pool) examples) or an integer count of examples.
@@ -26,12 +31,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from munet.tasks.sources.base import DEFAULT_SPLIT_RULE, SPLITS, Source
+from munet.tasks.sources.base import DEFAULT_SPLIT_RULE, OWN_DATA_SPLIT_RULE, SPLITS, Source
 
 SplitSize = float | int
 # The seed's share of a split the data lacks (get_default_splits' 5% slices).
@@ -39,6 +45,11 @@ DEFAULT_SHARE = 0.05
 # Carved splits in this order (the seed carves test first, then validation).
 CARVED_ORDER = ("test", "validation")
 _SPLIT_SEED = 0
+# The own-data rule: each missing split is max(OWN_DATA_SHARE of the pool, OWN_DATA_MIN_EXAMPLES),
+# never more than OWN_DATA_MAX_SHARE of it (train keeps at least 60% with both splits carved).
+OWN_DATA_SHARE = 0.10
+OWN_DATA_MIN_EXAMPLES = 200
+OWN_DATA_MAX_SHARE = 0.20
 
 
 @dataclass(frozen=True)
@@ -128,12 +139,12 @@ def split_rule(validation: SplitSize | None = None, test: SplitSize | None = Non
 
 
 def parse_split_rule(rule: str | None) -> SplitSpec | None:
-    """The `SplitSpec` of a stored rule; None for the seed's default rule (`default` or empty).
+    """The `SplitSpec` of a stored rule; None for a named rule (`default` or empty, `own-data`).
 
     Raises:
         ValueError: an unknown rule or a bad size, saying what is expected.
     """
-    if rule is None or rule.strip() in ("", DEFAULT_SPLIT_RULE):
+    if rule is None or rule.strip() in ("", DEFAULT_SPLIT_RULE, OWN_DATA_SPLIT_RULE):
         return None
     sizes: dict[str, SplitSize] = {}
     for part in rule.split(","):
@@ -143,7 +154,8 @@ def parse_split_rule(rule: str | None) -> SplitSpec | None:
             key = "validation"
         if not sep or key not in CARVED_ORDER or key in sizes:
             raise ValueError(
-                f"unknown split rule {rule!r}; known: {DEFAULT_SPLIT_RULE}, or "
+                f"unknown split rule {rule!r}; known: {DEFAULT_SPLIT_RULE}, "
+                f"{OWN_DATA_SPLIT_RULE}, or "
                 "validation=X,test=Y with X, Y a fraction in (0, 1) or a count (either may be "
                 "left out)"
             )
@@ -152,7 +164,9 @@ def parse_split_rule(rule: str | None) -> SplitSpec | None:
 
 
 def canonical_split_rule(rule: str | None) -> str:
-    """The stored form of a rule (`default` for the default; sizes normalised)."""
+    """The stored form of a rule (`default` for the default, `own-data`; sizes normalised)."""
+    if rule is not None and rule.strip() == OWN_DATA_SPLIT_RULE:
+        return OWN_DATA_SPLIT_RULE
     spec = parse_split_rule(rule)
     return DEFAULT_SPLIT_RULE if spec is None else spec.rule()
 
@@ -330,7 +344,46 @@ class ResplitSource(Source):
         return out
 
 
+def own_data_split_size(pool: int) -> int:
+    """Examples in each split the own-data rule carves from a train pool of `pool` examples:
+    max(ceil(10% of pool), 200), at most floor(20% of pool).
+
+    Example: 1,500 images -> 200 (the seed's rule: 75); 5,000 -> 500; 600 -> 120.
+    """
+    wanted = max(math.ceil(OWN_DATA_SHARE * pool), OWN_DATA_MIN_EXAMPLES)
+    return min(wanted, math.floor(OWN_DATA_MAX_SHARE * pool))
+
+
+def apply_own_data_rule(source: Source) -> Source:
+    """`source` with every split the seed's rule carved (`source.carved_splits`) carved instead
+    by the own-data rule: a stratified `own_data_split_size(pool)` examples each. A source
+    with all its splits, or one too small to stratify (a class with fewer than one example
+    per split, fewer examples than classes), keeps the seed's rule, with one warning."""
+    carved = [s for s in CARVED_ORDER if s in source.carved_splits]
+    if not carved:
+        return source
+    pool = source.num_examples("train") + sum(source.num_examples(s) for s in carved)
+    count = own_data_split_size(pool)
+    reason = f"{count} examples per carved split of a {pool}-example pool"
+    if count >= 1:
+        try:
+            resplit = ResplitSource(source, SplitSpec(**{s: count for s in carved}))
+        except ValueError as error:
+            reason = str(error)
+        else:
+            resplit.split_note = f"{OWN_DATA_SPLIT_RULE} rule: {resplit.split_note}"
+            return resplit
+    warnings.warn(
+        f"task data {source.name!r}: the {OWN_DATA_SPLIT_RULE} split rule cannot stratify it "
+        f"({reason}); using the seed's 5% slices instead",
+        stacklevel=3,
+    )
+    return source
+
+
 def apply_split_rule(source: Source, rule: str | None) -> Source:
     """`source` with its splits made by `rule` (the source itself for the default rule)."""
+    if rule is not None and rule.strip() == OWN_DATA_SPLIT_RULE:
+        return apply_own_data_rule(source)
     spec = parse_split_rule(rule)
     return source if spec is None else ResplitSource(source, spec)

@@ -253,6 +253,12 @@ class Task:
             )
         return self._validation_cache[key]
 
+    def full_validation_batches(self, hparams: Mapping[str, Any]) -> Iterator[Batch]:
+        """One exact pass over the whole validation split, not capped by
+        `num_validation_examples_max` (the last batch may be short; not cached)."""
+        cfg = AugmentConfig.from_hparams(hparams)
+        return self._eval_batches("validation", cfg, self.source.num_examples("validation"))
+
     def test_batches(self, hparams: Mapping[str, Any]) -> Iterator[Batch]:
         """One exact pass over the test split (the last batch may be short)."""
         cfg = AugmentConfig.from_hparams(hparams)

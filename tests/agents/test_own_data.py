@@ -104,7 +104,7 @@ def test_folder_task_run_resume_export_predict_test(tmp_path, capsys):
     store = SystemStore(state)
     manifest = store.read_manifest(store.latest_state("VitCpu~flowers"))
     assert manifest["config"]["data"] == f"folder:{data.resolve()}"
-    assert manifest["config"]["data_split"] == "default"
+    assert manifest["config"]["data_split"] == "own-data"
 
     # Another source for the same task: refused, both shown, nothing changed.
     before = state_snapshot(state)
@@ -123,7 +123,9 @@ def test_folder_task_run_resume_export_predict_test(tmp_path, capsys):
     shown = capsys.readouterr().out
     assert f"source: folder:{data.resolve()}" in shown
     assert "classes: 3 (daisy, rose, violet)" in shown
-    assert "validation carved from train" in shown and "test 24" in shown
+    # 72 train images, no validation: the own-data rule carves 20% (14), stratified.
+    assert "own-data rule: stratified split of the train pool: validation 14" in shown
+    assert "test 24" in shown
 
     export = tmp_path / "export"
     assert run("export", "-d", str(state), "--task", "flowers", "--out", str(export)) == 0
@@ -230,10 +232,11 @@ def test_npz_task_with_the_default_split_rule(tmp_path, capsys):
         12,
         12,
     ]
-    # The carved test split (5% of 200 after the fixed shuffle) written out as PNG files.
+    # The carved test split (the own-data rule, your data's default: 20% of 200, stratified)
+    # written out as PNG files.
     task = get_task("bands", data=f"npz:{npz}")
     count = task.num_test_examples
-    assert count == 10
+    assert count == 40
     test_images = task.source.images("test", torch.arange(count))
     test_labels = task.source.labels("test")
     files: dict[str, list[Path]] = {c: [] for c in "abcd"}

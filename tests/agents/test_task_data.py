@@ -30,11 +30,12 @@ def bound_state(tmp_path, tiny_config):
 def test_bindings_are_found_for_other_readers(bound_state, tiny_config):
     store, npz = bound_state
     (binding,) = task_bindings(store, "pairs")
-    assert (binding.data, binding.split_rule) == (f"npz:{npz}", "default")
+    # Your own data gets munet's own-data split rule when no split is asked for.
+    assert (binding.data, binding.split_rule) == (f"npz:{npz}", "own-data")
     assert binding.state == "VitCpu~pairs/state_1_0"
     # A config without data (another agent class, another machine) adopts the recorded one.
     config = bind_task_data(tiny_config, "pairs", store)
-    assert (config.data, config.data_split) == (f"npz:{npz}", "default")
+    assert (config.data, config.data_split) == (f"npz:{npz}", "own-data")
     # Tasks nobody bound keep no data.
     assert bind_task_data(tiny_config, "digits", store).data == ""
 
@@ -125,3 +126,15 @@ def test_the_python_api_takes_a_split_rule_in_the_config(tmp_path, tiny_config):
     assert agent.task.source.labels("test").tolist().count(0) == 4
     with pytest.raises(ConfigError, match="data_split='test=80.5'"):
         munet.apply_overrides(tiny_config, ["data_split=test=80.5"])
+
+
+def test_a_state_grown_on_the_seeds_rule_keeps_it(bound_state, tiny_config):
+    store, npz = bound_state
+    # A state recorded before own-data was the default holds "default": it stays.
+    assert main(["run", "--agent", "VitCpu", "--task", "old", "--data", f"npz:{npz}",
+                 "--set", "data_split=default", "--cycles", "1", "-d", str(store.root), *SETS,
+                 "-q"]) == 0  # fmt: skip
+    config = bind_task_data(tiny_config, "old", store)
+    assert (config.data, config.data_split) == (f"npz:{npz}", "default")
+    with pytest.raises(ConfigError, match="already reads .*split rule default.*own-data"):
+        bind_task_data(tiny_config, "old", store, split="own-data")

@@ -158,7 +158,13 @@ def test_skip_bad_files_leaves_them_out_and_keeps_every_good_files_split(tmp_pat
     with pytest.raises(BadImageFilesError, match="3 of 60 image files"):
         load_image_folder(root)
     with pytest.warns(UserWarning, match="3 of 60 image files cannot be read.*leaving them out"):
-        task = get_task("pets", data=f"folder:{root}", skip_bad_files=True, cache=False)
+        task = get_task(
+            "pets",
+            data=f"folder:{root}",
+            skip_bad_files=True,
+            cache=False,
+            split_rule="default",
+        )
     source = task.source
     # A good file's split is the one it has in the same folder without bad files.
     for split in splits:

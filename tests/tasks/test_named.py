@@ -21,14 +21,14 @@ def _npz(path, n=60, label_count=3, **extra):
 
 def test_a_named_task_keeps_its_name_and_reads_its_source(tmp_path):
     path = _npz(tmp_path / "mine.npz", class_names=np.array(["x", "y", "z"]))
-    task = get_task("mine", data=f"npz:{path}", batch_size=8)
+    task = get_task("mine", data=f"npz:{path}", batch_size=8, split_rule="default")
     assert task.name == "mine" and task.source.name == f"npz:{path}"
     assert task.class_names == ("x", "y", "z")
     # No validation / test in the file: the seed's default rule, 5% slices of train.
     assert (task.num_test_examples, task.sizing.num_validation_examples_total) == (3, 3)
     assert task.source.carved_splits == ("test", "validation")
     assert "carved from train by the default rule" in task.source.describe_splits()
-    same = get_task(f"npz:{path}", batch_size=8)
+    same = get_task(f"npz:{path}", batch_size=8, split_rule="default")
     assert task.source.labels("test").tolist() == same.source.labels("test").tolist()
 
 
@@ -40,9 +40,9 @@ def test_names_that_already_mean_a_task_or_hold_a_scheme_are_refused(tmp_path):
         check_task_name_for_data("cifar100")
     with pytest.raises(ValueError, match="holds ':'.*--task flowers"):
         check_task_name_for_data("npz:x.npz")
-    with pytest.raises(ValueError, match="unknown split rule 'halves'; known: default"):
+    with pytest.raises(ValueError, match="unknown split rule 'halves'; known: default, own-data"):
         get_task("mine", data=f"npz:{path}", split_rule="halves")
-    assert list(SPLIT_RULES) == ["default"]
+    assert list(SPLIT_RULES) == ["default", "own-data"]
 
 
 def test_unknown_plain_names_say_how_to_bind_data():

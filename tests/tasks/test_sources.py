@@ -22,7 +22,7 @@ def write_folder(root, per_class=40, size=(12, 10), classes=COLORS, ext="png"):
 
 def test_image_folder_pool_is_split_by_the_seed_default_rule(tmp_path):
     root = write_folder(tmp_path / "data")
-    task = get_task(f"folder:{root}", batch_size=8)
+    task = get_task(f"folder:{root}", batch_size=8, split_rule="default")
     assert task.num_classes == 3 and task.class_names == ("blue", "green", "red")
     # 120 images: test 5% = 6, validation next 5% = 6, train the rest.
     assert (task.num_train_examples, task.sizing.num_validation_examples_total) == (108, 6)
@@ -54,7 +54,7 @@ def test_image_folder_with_split_trees_and_mixed_sizes(tmp_path):
 def test_unreadable_image_names_its_file(tmp_path):
     root = write_folder(tmp_path / "data", per_class=10)
     broken = root / "red" / "000.png"
-    task = get_task(f"folder:{root}", batch_size=4, cache=False)
+    task = get_task(f"folder:{root}", batch_size=4, cache=False, split_rule="default")
     # Broken after the task checked every file: a read still names it.
     broken.write_bytes(b"not a png at all")
     split = next(
@@ -92,7 +92,7 @@ def test_npz_with_keras_keys(tmp_path):
         x_test=rng.integers(0, 256, (20, 28, 28), dtype=np.uint8),
         y_test=np.arange(20) % 4,
     )
-    task = get_task(f"npz:{path}", batch_size=8)
+    task = get_task(f"npz:{path}", batch_size=8, split_rule="default")
     assert task.num_classes == 4
     # Test given; validation carved as the first 5% slice of train.
     assert task.num_test_examples == 20
@@ -113,7 +113,7 @@ def test_npz_pool_with_float_channels_last_images(tmp_path):
         labels=np.arange(100) % 5,
         num_classes=np.array(6),
     )
-    task = get_task(f"npz:{path}", batch_size=16)
+    task = get_task(f"npz:{path}", batch_size=16, split_rule="default")
     assert task.num_classes == 6
     assert (task.num_train_examples, task.num_test_examples) == (90, 5)
     assert task.source.images("train", torch.arange(3)).dtype == torch.uint8
@@ -207,7 +207,7 @@ def test_hf_saved_dataset(tmp_path):
 
 def test_hf_dataset_without_validation_gets_it_carved(tmp_path):
     path = save_hf(tmp_path, n_train=100, with_validation=False)
-    task = get_task(f"hf:{path}", batch_size=8)
+    task = get_task(f"hf:{path}", batch_size=8, split_rule="default")
     assert (task.num_train_examples, task.sizing.num_validation_examples_total) == (95, 5)
 
 

@@ -124,7 +124,7 @@ def test_resplit_keeps_the_datas_own_splits_unless_asked(tmp_path):
 
 def test_a_pool_includes_the_splits_the_default_rule_carved(tmp_path):
     root = write_folder(tmp_path / "data", per_class=20)  # 60 images, one pool
-    default = get_task("mine", data=f"folder:{root}", batch_size=4)
+    default = get_task("mine", data=f"folder:{root}", batch_size=4, split_rule="default")
     assert default.source.carved_splits == ("test", "validation")
     assert (default.num_train_examples, default.num_test_examples) == (54, 3)
     task = get_task("mine", data=f"folder:{root}", batch_size=4, split_rule="validation=0.25")
@@ -135,7 +135,7 @@ def test_a_pool_includes_the_splits_the_default_rule_carved(tmp_path):
     assert np.bincount(source.labels("validation").numpy()).tolist() == [5, 5, 5]
     # The cache tells rules apart; the default rule is the seed's, untouched.
     assert task is not default
-    assert get_task("mine", data=f"folder:{root}", batch_size=4) is default
+    assert get_task("mine", data=f"folder:{root}", batch_size=4, split_rule="default") is default
     # Images decode through the folder source, whichever base split they sit in.
     batch = source.images("train", torch.arange(42))
     assert batch.shape == (42, 3, 10, 12) and batch.dtype == torch.uint8

@@ -16,11 +16,19 @@ SPLITS = ("train", "validation", "test")
 # refuses clearly. Besides the named rules, `validation=X,test=Y` is a stratified split of the
 # train pool (munet.tasks.splits).
 DEFAULT_SPLIT_RULE = "default"
+# munet's rule for a user's own data (folder:, npz:, hf: sources, where the seed defines no
+# split): large enough a validation split to select on (munet.tasks.splits.own_data_split_size).
+OWN_DATA_SPLIT_RULE = "own-data"
 SPLIT_RULES = {
     DEFAULT_SPLIT_RULE: (
         "the seed's get_default_splits: a missing test split is the first 5% of train, a "
         "missing validation split the next 5%, after a fixed shuffle (seed 0); splits the "
         "data has are used as they are"
+    ),
+    OWN_DATA_SPLIT_RULE: (
+        "munet's rule for your own data (the default of folder:, npz: and hf: sources): a "
+        "missing test or validation split is a stratified max(10%, 200 examples) of the train "
+        "pool, at most 20% each; splits the data has are used as they are"
     ),
 }
 
