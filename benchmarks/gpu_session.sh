@@ -13,7 +13,7 @@
 #   3. bench    beside the roots, `munet benchmark` runs the suite on the CPU cores (3 seeds,
 #               5 methods) from the shipped VitCpu root, stopped in time; its cells are
 #               resumable, so what did not finish is finished elsewhere with the same command.
-# Back in $OUT (at most 8 files): log.txt, speed.txt, roots.tar.gz, bench.tar.gz.
+# Back in $OUT (at most 8 files): log.txt, speed.txt, roots.tar.gz, VitT3.safetensors, bench.tar.gz.
 set -u
 ROOT_DIR="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT_DIR"
@@ -70,6 +70,12 @@ wait $ROOTS_PID
 log "roots exit $? after $((SECONDS - START))s"
 
 # What comes back: small files only (states stay behind).
-tar -C "$WORK" -czf "$OUT/roots.tar.gz" --exclude='state-*' --exclude='*.lock' --exclude='roots/choice/*/*.safetensors' roots roots.out 2>>"$LOG"
+# VitT3's weights come back as their own file (a tar of both roots could pass 16 MiB).
+for f in "$WORK/roots/VitT3.safetensors" "$WORK/roots/VitT3/root.safetensors"; do
+  [ -f "$f" ] && { cp "$f" "$OUT/VitT3.safetensors"; break; }
+done
+tar -C "$WORK" -czf "$OUT/roots.tar.gz" --exclude='state-*' --exclude='*.lock' \
+  --exclude='roots/choice/*/*.safetensors' --exclude='roots/VitT3*.safetensors' \
+  --exclude='roots/VitT3/*.safetensors' roots roots.out 2>>"$LOG"
 tar -C "$WORK" -czf "$OUT/bench.tar.gz" --exclude='bench/state/seed_*' bench bench.out 2>>"$LOG"
 log "done after $((SECONDS - START))s: $(ls -la "$OUT" | tail -n +2 | awk '{print $5, $9}' | tr '\n' ' ')"
