@@ -102,6 +102,7 @@ class AgentConfig:
             evaluate the agent's own paths (its finalists) on the whole validation split,
             not the first ``num_validation_examples_max`` examples, and keep the best on that
             (munet.agents.rescoring). A no-op when the split is not larger than the cap.
+            Off here and in the seed's presets; on in munet's ``VitCpu`` (measured).
         adapter_mutation_probability: munet's option (beyond the seed; 0 keeps the seed's
             mutations): the probability that a child puts a residual bottleneck adapter after
             each frozen (shared) encoder block instead of cloning or sharing it alone

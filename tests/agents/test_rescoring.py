@@ -5,7 +5,7 @@ import torch
 
 from munet.agents.rescoring import rescore_finalists
 from munet.agents.runner import make_agent
-from munet.config import ConfigError, apply_overrides
+from munet.config import AgentConfig, ConfigError, apply_overrides, get_preset
 from munet.system import Path, Population, SystemStore
 
 AGENT = "VitCpu~digits"
@@ -69,7 +69,9 @@ def test_an_agent_publishes_the_finalist_it_rescored(state_dir, tiny_config):
     assert float(loaded.metrics["quality"]) == pytest.approx(full)
 
 
-def test_off_by_default_and_checked(tiny_config):
-    assert tiny_config.rescore_finalists is False
+def test_off_for_the_seeds_presets_on_for_vitcpu_and_checked(tiny_config):
+    assert AgentConfig.__dataclass_fields__["rescore_finalists"].default is False
+    assert get_preset("VitT3").rescore_finalists is False  # the seed's presets: off
+    assert tiny_config.rescore_finalists is True  # munet's VitCpu: on (measured)
     with pytest.raises(ConfigError, match=r"rescore_finalists=.3.: expected a bool"):
         apply_overrides(tiny_config, ["rescore_finalists=3"])
