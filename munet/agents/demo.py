@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from munet.agents.class_evaluation import best_paths_class_metrics
 from munet.agents.cycle import Agent
 from munet.agents.reports import RunReport
 from munet.agents.root import create_root_model, default_root_kind, existing_root_kind
@@ -259,7 +260,12 @@ def run_demo(
     echo(f"State: {store.root} (rerun to resume or continue; `munet leaderboard -d {state_dir}`)")
     echo(f"Demo time: {seconds:.0f}s")
     report = os.path.abspath(os.path.join(str(state_dir), "report.html"))
-    write_report(str(state_dir), report)
+    # With each task's per-class heat map, as `munet report` writes it.
+    write_report(
+        str(state_dir),
+        report,
+        class_metrics=lambda: best_paths_class_metrics(SystemStore(str(state_dir))),
+    )
     echo(f"Report: {report} (open it in a browser; `munet report -d {state_dir} --watch 30`)")
     return DemoResult(reports, rows, seconds, str(state_dir), comparison)
 
