@@ -139,7 +139,7 @@ def test_export_format_hf_refuses_a_multipath_path_naming_it(grown, tmp_path, ca
         assert main(["export", "-d", str(state), "--task", "flowers", "--agent", "MultiVitCpu",
                      "--format", fmt, "--out", str(out)]) == 2  # fmt: skip
         err = capsys.readouterr().err
-        assert "munet export: error: path MultiVitCpu~flowers:" in err
+        assert "munet: error: path MultiVitCpu~flowers:" in err
         assert "singlepath paths only" in err and "--format munet" in err
         assert not out.exists()
 
