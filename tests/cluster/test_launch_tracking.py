@@ -33,5 +33,12 @@ def test_launch_workers_write_one_event_dir_per_agent(tmp_path, tiny_overrides):
         events.Reload()
         tags = set(events.Tags()["scalars"])
         assert f"{task}/cycle/test_quality" in tags, (agent_id, sorted(tags))
-        assert any(t.startswith(f"{task}/path_") and t.endswith("/train_loss") for t in tags)
+        # Each path's curves: a sub-run under <agent>/paths/, one tag per metric.
+        path_tags = set()
+        for folder, _, files in os.walk(os.path.join(logs, agent_id, "paths")):
+            if any(name.startswith("events.out.tfevents") for name in files):
+                path_events = EventAccumulator(folder)
+                path_events.Reload()
+                path_tags.update(path_events.Tags()["scalars"])
+        assert f"{task}/paths/train_loss" in path_tags, (agent_id, sorted(path_tags))
         assert [e.step for e in events.Scalars(f"{task}/cycle/best_quality")] == [1]
