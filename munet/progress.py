@@ -82,9 +82,16 @@ def write_line(echo: Callable[[str], None], line: str) -> None:
 
 
 class BarSafeHandler(logging.StreamHandler):
-    """A logging handler whose records are written above any open bar (not into it)."""
+    """A logging handler whose records go to ``sys.stderr`` as it is when each record is
+    written (not when the handler was made: a caller that swaps ``sys.stderr``, such as a
+    redirect or a test's capture, gets the records, and a closed old stream is never written),
+    above any open bar (not into it)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
 
     def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr
         with above_bars():
             super().emit(record)
 

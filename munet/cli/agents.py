@@ -97,7 +97,7 @@ def _setup_logging(args: argparse.Namespace, default: int = logging.INFO) -> Non
         logging.DEBUG if args.verbose else logging.WARNING
     )
 
-    handler = BarSafeHandler(sys.stderr)  # above the progress bars, never inside them
+    handler = BarSafeHandler()  # above the progress bars, never inside them
     handler.setFormatter(logging.Formatter("%(message)s"))
     logger = logging.getLogger("munet")
     logger.handlers[:] = [handler]

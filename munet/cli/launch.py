@@ -126,9 +126,10 @@ def _launch_deferred(args: argparse.Namespace) -> int:
     from munet.cluster import agent_specs, launch
     from munet.config import ConfigError
     from munet.interrupts import interruption_point
+    from munet.progress import BarSafeHandler
 
     interruption_point()  # Ctrl-C while torch loaded: stop before starting anything
-    handler = logging.StreamHandler(sys.stderr)
+    handler = BarSafeHandler()  # sys.stderr as it is at each record
     handler.setFormatter(logging.Formatter("%(message)s"))
     logger = logging.getLogger("munet")
     logger.handlers[:] = [handler]
