@@ -38,8 +38,10 @@ def test_ctrl_c_at_any_moment_of_start_up_exits_130_and_keeps_committed_states(
     state_dir = tmp_path / "state"
     root = create_root_model(tiny_config, state_dir, "random_init")
     sets = [arg for o in tiny_overrides for arg in ("--set", o)]
+    # Enough cycles that no launch ends by itself before its Ctrl-C (a tiny cycle takes well
+    # under a second on a quiet machine: 50 of them could end before the 16 s instant).
     command = [sys.executable, "-m", "munet", "launch", "--agent", "VitCpu", "--tasks",
-               "digits", "--cycles", "50", "-d", str(state_dir), "--num-cpus", "1", *sets]
+               "digits", "--cycles", "100000", "-d", str(state_dir), "--num-cpus", "1", *sets]
     env = {**os.environ, "PYTHONPATH": str(REPO), "RAY_USAGE_STATS_ENABLED": "0"}
     outcomes = []
     for instant in INSTANTS:
