@@ -218,6 +218,11 @@ def main(argv: list[str] | None = None) -> dict:
     chosen = max(args.candidates, key=lambda c: rows[c]["score"])
     print(f"chosen: {chosen} (score {rows[chosen]['score']:.3f}, by validation only): "
           f"{command_for(args, chosen)}")  # fmt: skip
+    # The same run's baseline: the random-init model at the chosen candidate's image size.
+    baseline = rows.get(f"random_init:{parse_candidate(chosen)[2]}")
+    if baseline is not None and baseline["score"] > 0:
+        print(f"ratio: {rows[chosen]['score'] / baseline['score']:.3f} "
+              f"(chosen / random init score, validation)")  # fmt: skip
     result = {
         "settings": {k: v for k, v in vars(args).items() if k != "quick"},
         "pretrained": pretrained, "figures": figures, "rows": rows, "chosen": chosen,

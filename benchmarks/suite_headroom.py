@@ -117,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
                 pool.join()
         below = sum(r["validation"] < 0.9 for r in rows)
         print(f"below 0.9 validation: {below} of {len(rows)} tasks")
+        # Against the same run's baseline: chance, each task's majority-class share.
+        ratio = sum(r["validation"] / r["chance"] for r in rows) / len(rows)
+        print(f"ratio: {ratio:.2f} (finetuned validation / chance, mean over tasks)")
     return 0
 
 
