@@ -5,9 +5,12 @@ The budget: ``--steps`` train steps per task, rounded to whole agent paths. A ``
 trains ``num_validations_per_path_training`` intervals of ``I`` steps (``I``: the task's train
 batches between validations), ``P`` steps in all; a task's budget is ``N * P`` with
 ``N = max(2, round(steps / P))``. Fine-tuning, the linear probe, adapters and the CNN train
-``N * P`` steps, validating every ``I`` steps. The system samples ``N`` paths for the task:
-``N - M`` singlepath paths (one cycle of its ``VitCpu`` agent) and ``M = max(1, N // 4)``
-multipath paths (one cycle of its ``MultiVitCpu`` agent), ``P`` steps each.
+``N * P`` steps, validating every ``I`` steps. The system samples ``S = K * N`` paths for the
+task: ``S - M`` singlepath paths (one cycle of its ``VitCpu`` agent) and ``M = max(1, S // 4)``
+multipath paths (one cycle of its ``MultiVitCpu`` agent), ``P`` steps each. ``K``
+(``--system-budget``) is 1 for the papers' comparison at equal steps; a larger ``K`` gives the
+system ``K`` times the baselines' steps, as the µNet papers' evolved systems spent more compute
+per task than their fine-tuning baselines.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ DEFAULT_STEPS = 1024
 DEFAULT_SEEDS = (0, 1, 2)
 QUICK_STEPS = 256
 DEFAULT_ADAPTER_BOTTLENECK = 8
+DEFAULT_SYSTEM_BUDGET = 1
 # The CNN's optimizer (as benchmarks/own_data_vs_cnn.py: Adam, random flips).
 CNN_LR = 3e-3
 CNN_MIN_IMAGE_SIZE = 16
@@ -46,6 +50,7 @@ class Settings:
         quick: the CI-sized run.
         overrides: ``--set`` config overrides for every ``VitCpu`` config.
         adapter_bottleneck: hidden width of each adapter.
+        system_budget: the system's train steps per task, in task budgets (1: equal steps).
     """
 
     methods: tuple[str, ...] = METHODS
@@ -57,6 +62,7 @@ class Settings:
     adapter_bottleneck: int = DEFAULT_ADAPTER_BOTTLENECK
     preset: str = PRESET
     root: str = ROOT_KIND
+    system_budget: int = DEFAULT_SYSTEM_BUDGET
 
     def to_dict(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
@@ -73,10 +79,11 @@ class TaskBudget:
     task: str
     interval: int  # I: train steps between validations.
     path_steps: int  # P: train steps of one agent path.
-    num_paths: int  # N: paths of the system's budget.
-    multipath_paths: int  # M of them multipath.
+    num_paths: int  # N: paths of a task budget (the baselines train N * P steps).
+    multipath_paths: int  # M of the system's paths are multipath.
     num_classes: int = 0
     sizes: dict[str, int] = field(default_factory=dict)
+    system_paths: int = 0  # S = K * N paths of the system (0, as in older files: N).
 
     @property
     def steps(self) -> int:
@@ -88,20 +95,38 @@ class TaskBudget:
 
     @property
     def singlepath_paths(self) -> int:
-        return self.num_paths - self.multipath_paths
+        return (self.system_paths or self.num_paths) - self.multipath_paths
 
 
-def task_budget(task: str, interval: int, validations_per_path: int, steps: int) -> TaskBudget:
+def task_budget(
+    task: str,
+    interval: int,
+    validations_per_path: int,
+    steps: int,
+    system_budget: int = DEFAULT_SYSTEM_BUDGET,
+) -> TaskBudget:
     """The budget of ``task`` (see the module docstring).
 
     Raises:
-        BenchmarkError: a non-positive ``steps``.
+        BenchmarkError: a non-positive ``steps`` or ``system_budget``.
     """
     if steps <= 0:
         raise BenchmarkError(f"--steps {steps!r}: expected a positive number of train steps")
+    _check_system_budget(system_budget)
     path_steps = interval * validations_per_path
     num_paths = max(2, round(steps / path_steps))
-    return TaskBudget(task, interval, path_steps, num_paths, max(1, num_paths // 4))
+    system_paths = system_budget * num_paths
+    return TaskBudget(
+        task, interval, path_steps, num_paths, max(1, system_paths // 4), system_paths=system_paths
+    )
+
+
+def _check_system_budget(system_budget: Any) -> None:
+    if not isinstance(system_budget, int) or isinstance(system_budget, bool) or system_budget < 1:
+        raise BenchmarkError(
+            f"--system-budget {system_budget!r}: expected a whole number of task budgets, "
+            "at least 1 (1: the same steps as every other method)"
+        )
 
 
 def make_settings(
@@ -112,12 +137,13 @@ def make_settings(
     quick: bool = False,
     overrides: list[str] | None = None,
     adapter_bottleneck: int = DEFAULT_ADAPTER_BOTTLENECK,
+    system_budget: int = DEFAULT_SYSTEM_BUDGET,
 ) -> Settings:
     """Checked settings; None picks the default (the suite, or the quick suite with ``quick``).
 
     Raises:
         BenchmarkError: an unknown method or task, no or repeated seeds, a negative seed,
-            a non-positive ``steps`` or bottleneck.
+            a non-positive ``steps``, bottleneck or system budget.
     """
     from munet.tasks.registry import is_known_task_name, known_task_names
     from munet.tasks.suite import QUICK_SUITE_TASKS, SUITE_TASKS
@@ -153,6 +179,7 @@ def make_settings(
         raise BenchmarkError(
             f"adapter bottleneck {adapter_bottleneck!r}: expected a positive width"
         )
+    _check_system_budget(system_budget)
     return Settings(
         methods=tuple(methods),
         tasks=tuple(tasks),
@@ -161,6 +188,7 @@ def make_settings(
         quick=quick,
         overrides=tuple(overrides or ()),
         adapter_bottleneck=adapter_bottleneck,
+        system_budget=system_budget,
     )
 
 
@@ -170,7 +198,10 @@ def _hint(name: str, names: Any) -> str:
 
 
 def settings_mismatch(stored: dict[str, Any], wanted: dict[str, Any]) -> str | None:
-    """Names what differs between two settings dicts (None when they agree)."""
+    """Names what differs between two settings dicts (None when they agree); a key a
+    settings file predates reads as its default."""
+    defaults = {"system_budget": DEFAULT_SYSTEM_BUDGET}
+    stored, wanted = {**defaults, **stored}, {**defaults, **wanted}
     differences = [
         f"{key} {stored.get(key)!r} there, {wanted.get(key)!r} now"
         for key in sorted(set(stored) | set(wanted))

@@ -35,12 +35,19 @@ def markdown(summary: dict[str, Any]) -> str:
     methods = list(summary["methods"])
     seeds = ", ".join(map(str, settings["seeds"]))
     steps = sorted({b["steps"] for b in summary["budgets"].values()})
+    system_budget = int(settings.get("system_budget", 1))
+    unequal = (
+        f" (the system: {system_budget} times that, --system-budget {system_budget})"
+        if system_budget > 1 and "system" in methods
+        else ""
+    )
     lines = [
         "# munet benchmark"
         + (" (quick: CI-sized, not the full budget)" if settings["quick"] else ""),  # fmt: skip
         "",
         f"Preset {settings['preset']}, root {settings['root']}; "
-        f"{'/'.join(map(str, steps))} train steps per task and method; seeds {seeds}.",
+        f"{'/'.join(map(str, steps))} train steps per task and method{unequal}; "
+        f"seeds {seeds}.",
         "Cells: test accuracy, mean ± 95% interval (Student t over seeds), and parameters "
         "added for the task (mean).",
         "",

@@ -54,6 +54,7 @@ def plan_budgets(settings: Settings, out: str | Path) -> dict[str, TaskBudget]:
             agent.steps_between_validations,
             config.num_validations_per_path_training,
             settings.steps,
+            settings.system_budget,
         )
         sizes = {
             "train": agent.task.num_train_examples,

@@ -41,6 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from munet.benchmark.plan import (
         DEFAULT_ADAPTER_BOTTLENECK,
         DEFAULT_STEPS,
+        DEFAULT_SYSTEM_BUDGET,
         METHODS,
         QUICK_STEPS,
     )
@@ -79,6 +80,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"hidden width of each adapter (default {DEFAULT_ADAPTER_BOTTLENECK})",
     )
     parser.add_argument(
+        "--system-budget",
+        type=int,
+        default=DEFAULT_SYSTEM_BUDGET,
+        metavar="K",
+        help="the system's train steps per task, in task budgets (default 1: the same steps "
+        "as every other method; K > 1 gives it the papers' larger compute)",
+    )
+    parser.add_argument(
         "--quick", action="store_true", help="CI-sized: the quick suite and fewer steps"
     )
     parser.add_argument(
@@ -107,6 +116,7 @@ def _benchmark(args: argparse.Namespace) -> int:
             quick=args.quick,
             overrides=args.overrides,
             adapter_bottleneck=args.adapter_bottleneck,
+            system_budget=args.system_budget,
         )
         apply_overrides(get_preset(settings.preset), list(settings.overrides))  # bad --set
         if args.workers < 1:

@@ -10,7 +10,13 @@ from munet.benchmark.cells import (
     read_cell,
     write_json_atomic,
 )
-from munet.benchmark.plan import BenchmarkError, Settings, make_settings, task_budget
+from munet.benchmark.plan import (
+    BenchmarkError,
+    Settings,
+    make_settings,
+    settings_mismatch,
+    task_budget,
+)
 
 
 def _cell(method="linear", task="digits", seed=0, **extra):
@@ -89,6 +95,27 @@ def test_budget_rounds_to_whole_paths_and_splits_the_system_paths():
     assert (small.singlepath_paths, small.multipath_paths) == (1, 1)
 
 
+def test_a_larger_system_budget_multiplies_the_systems_paths_only():
+    equal = task_budget("1k/x", interval=25, validations_per_path=20, steps=1024)
+    assert (equal.path_steps, equal.num_paths, equal.steps) == (500, 2, 1000)
+    assert (equal.singlepath_paths, equal.multipath_paths) == (1, 1)
+    four = task_budget("1k/x", interval=25, validations_per_path=20, steps=1024, system_budget=4)
+    # The baselines keep N * P = 1,000 steps; the system samples 4 * 2 paths of 500.
+    assert (four.num_paths, four.steps, four.path_steps) == (2, 1000, 500)
+    assert (four.system_paths, four.singlepath_paths, four.multipath_paths) == (8, 6, 2)
+    with pytest.raises(BenchmarkError, match="--system-budget 0: expected a whole number"):
+        task_budget("1k/x", interval=25, validations_per_path=4, steps=1024, system_budget=0)
+
+
+def test_a_settings_file_from_before_the_system_budget_resumes_at_budget_one(tmp_path):
+    settings = make_settings(methods=["linear"], tasks=["digits"], seeds=[0], steps=64)
+    old = {k: v for k, v in settings.to_dict().items() if k != "system_budget"}
+    assert settings_mismatch(old, settings.to_dict()) is None
+    larger = make_settings(methods=["linear"], tasks=["digits"], seeds=[0], steps=64,
+                           system_budget=2)  # fmt: skip
+    assert settings_mismatch(old, larger.to_dict()) == "system_budget 1 there, 2 now"
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
@@ -99,6 +126,8 @@ def test_budget_rounds_to_whole_paths_and_splits_the_system_paths():
         ({"seeds": [0, 0]}, "distinct non-negative"),
         ({"seeds": [-1]}, "distinct non-negative"),
         ({"steps": 0}, "--steps 0"),
+        ({"system_budget": 0}, "--system-budget 0"),
+        ({"system_budget": 1.5}, "--system-budget 1.5"),
     ],
 )
 def test_make_settings_refuses_bad_requests(kwargs, match):

@@ -20,6 +20,7 @@ from munet.cli import main
         (["--workers", "0"], "--workers 0: expected at least 1"),
         (["--set", "no_such_key=1"], "no_such_key"),
         (["--adapter-bottleneck", "0"], "adapter bottleneck 0: expected a positive width"),
+        (["--system-budget", "0"], "--system-budget 0: expected a whole number of task budgets"),
     ],
 )
 def test_bad_requests_end_in_one_error_line(tmp_path, capsys, args, message):

@@ -147,3 +147,17 @@ def test_kill_9_mid_run_then_the_same_command_finishes_keeping_finished_cells(
     assert again.skipped >= 1 and again.ran + again.skipped == 4
     assert first.stat().st_mtime_ns == stamp
     assert len(json.loads((out / "results.json").read_text())["cells"]) == 4
+
+
+def test_a_system_budget_of_two_gives_the_system_twice_the_steps(tmp_path, tiny_overrides):
+    settings = make_settings(methods=["system", "linear"], tasks=["digits"], seeds=[0], steps=8,
+                             overrides=tiny_overrides, system_budget=2)  # fmt: skip
+    out = tmp_path / "out"
+    run_benchmark(settings, out, echo=_quiet)
+    results = json.loads((out / "results.json").read_text())
+    budget = results["budgets"]["digits"]
+    assert budget["system_paths"] == 2 * budget["num_paths"]
+    system = read_cell(cell_file(out, "system", "digits", 0))
+    linear = read_cell(cell_file(out, "linear", "digits", 0))
+    assert system["steps"] == 2 * budget["steps"] == 2 * linear["steps"]
+    assert "the system: 2 times that, --system-budget 2" in (out / "results.md").read_text()
