@@ -53,6 +53,7 @@ from munet.models import (
 )
 from munet.models.adapted_vit import AssembledAdaptedVit, adapter_block_index, adapter_name
 from munet.system import Component, Path, Population, SystemStore
+from munet.tasks.overlap import path_saw_test_images_of
 
 # Mutation, selection and reuse decisions: shown by `munet run -v` (munet.cli.agents).
 log = logging.getLogger(DECISIONS_LOGGER)
@@ -164,7 +165,12 @@ class SinglepathAgent(Agent):
             # A canonical order (agent id, path id): a fresh agent and one loaded from its
             # state list the system's agents in different orders, and a resumed generation
             # must draw the same random parent as the interrupted one.
-            sorted(population.all_paths(), key=lambda p: (p.agent_id, p.id)),
+            # Never a path that trained on this task's test images (munet.tasks.overlap).
+            sorted(
+                (p for p in population.all_paths()
+                 if not path_saw_test_images_of(p, self.task_name)),
+                key=lambda p: (p.agent_id, p.id),
+            ),  # fmt: skip
             lambda p: self._score(population, p),
             lambda p: p.metrics.get("offsprings", 0),
             rng,

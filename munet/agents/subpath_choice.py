@@ -16,6 +16,7 @@ from typing import Any
 from munet.agents.reports import AgentError
 from munet.system import Path, Population, format_agent_id
 from munet.system.naming import ROOT_MODEL_TASK_PREFIX
+from munet.tasks.overlap import path_saw_test_images_of, saw_test_images_of
 
 MAIN_PATH = "path_0"
 # VTAB-1k tasks are left out of the subpaths drawn at random (the seed's rule).
@@ -27,13 +28,17 @@ def random_root_id(singlepath_class: str) -> str:
     return format_agent_id(singlepath_class, f"{ROOT_MODEL_TASK_PREFIX}random_init")
 
 
-def may_draw(agent_id: str, singlepath_class: str, random_root_allowed: bool) -> bool:
-    """Whether a path of ``agent_id`` may be drawn as a multipath subpath: another agent of
-    the singlepath class, not a VTAB-1k task, not a random-init root unless allowed."""
+def may_draw(
+    agent_id: str, singlepath_class: str, random_root_allowed: bool, task_name: str = ""
+) -> bool:
+    """Whether a path of ``agent_id`` may be drawn as a multipath subpath for ``task_name``:
+    another agent of the singlepath class, not a VTAB-1k task, not a random-init root unless
+    allowed, not a task that shares images with ``task_name`` (munet.tasks.overlap)."""
     return (
         agent_id.startswith(f"{singlepath_class}~")
         and not agent_id.endswith(EXCLUDED_TASK_SUFFIX)
         and (random_root_allowed or agent_id != random_root_id(singlepath_class))
+        and not saw_test_images_of(agent_id, task_name)
     )
 
 
@@ -79,6 +84,7 @@ class SubpathChoice:
                     for agent_id, paths in population.paths.items()
                     if agent_id not in used and self._may_draw(agent_id)
                     for p in paths
+                    if not path_saw_test_images_of(p, self.task_name)
                 ]
             )
             if not eligible:
@@ -86,11 +92,21 @@ class SubpathChoice:
             chosen.append(rng.choice(eligible))
             lines.append(f"{slot} drawn at random: {chosen[-1].full_id}")
         if not chosen:
+            leaky = sorted(
+                {p.agent_id for p in population.all_paths()
+                 if path_saw_test_images_of(p, self.task_name)}
+            )  # fmt: skip
+            left_out = (
+                f" (left out: the paths of {', '.join(leaky)}, which hold components trained "
+                f"on images of {self.task_name}'s test split)"
+                if leaky
+                else ""
+            )
             raise AgentError(
                 f"{self.agent_id} needs paths of another {self.singlepath_class} agent "
                 f"besides {self.main_agent_id}{self._root_hint()}; the system at "
-                f"{self.store.root} has none: run a {self.singlepath_class} agent on another "
-                f"task{self._root_command_hint()}"
+                f"{self.store.root} has none{left_out}: run a {self.singlepath_class} agent on "
+                f"another task{self._root_command_hint()}"
             )
         if len(chosen) < len(slots):
             lines.append(
@@ -137,7 +153,9 @@ class SubpathChoice:
         )
 
     def _may_draw(self, agent_id: str) -> bool:
-        return may_draw(agent_id, self.singlepath_class, self.config.multipath_random_root)
+        return may_draw(
+            agent_id, self.singlepath_class, self.config.multipath_random_root, self.task_name
+        )
 
     def _root_hint(self) -> str:
         if self.config.multipath_random_root:

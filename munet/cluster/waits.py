@@ -52,8 +52,12 @@ def multipath_waits(
         main = format_agent_id(singlepath_class, spec.task)
         allowed = bool(config.multipath_random_root)
         wait = Wait(main if main in ids and main not in stored else None)
-        if not any(may_draw(a, singlepath_class, allowed) for a in stored if a != main):
-            wait.others = {a for a in ids if a != main and may_draw(a, singlepath_class, allowed)}
+        drawable = {
+            a for a in {*ids, *stored}
+            if a != main and may_draw(a, singlepath_class, allowed, spec.task)
+        }  # fmt: skip
+        if not drawable & set(stored):
+            wait.others = drawable & ids
         if not wait.over:
             waits[spec.agent_id] = wait
     return waits
