@@ -1,4 +1,6 @@
-"""SystemStore: layout, incremental shards, reload fidelity, laziness, checksums, seams."""
+"""SystemStore: layout, incremental shards, reload fidelity, laziness, checksums, seams.
+
+Listing races of object stores: tests/system/test_store_object_listing.py."""
 
 import json
 import logging
@@ -14,64 +16,22 @@ from munet.system import (
     CorruptStateError,
     InvalidNameError,
     LockNotHeldError,
-    Path,
     PathComponent,
     Population,
     StateExistsError,
     SystemStore,
 )
-
-ROOT = "VitT3~root_model~random_init"
-A = "VitT3~cifar10"
-B = "VitT3~svhn"
-NAMES = ("embedding", "encoderblock_0", "head")
-
-
-def payload(seed: int) -> dict[str, torch.Tensor]:
-    g = torch.Generator().manual_seed(seed)
-    return {"kernel": torch.randn(4, 3, generator=g), "bias": torch.randn(3, generator=g)}
-
-
-def make_root(store: SystemStore) -> None:
-    with store.lock(ROOT):
-        pop = Population(ROOT)
-        comps = [pop.new_component(n, payload(i), train_locks=[ROOT]) for i, n in enumerate(NAMES)]
-        pop.add_path(pop.new_path({"num_layers": 1}, comps, None))
-        store.save_state(pop, 0, 0, {"preset": "root"})
-
-
-def child(pop: Population, parent: Path, quality: float, seed: int) -> Path:
-    """Freeze locked components, clone trainable ones and always train an own head."""
-    comps = []
-    for c in parent.components:
-        if c.name == "head" or c.is_trainable():
-            clone = pop.clone_component(c)
-            clone.set_tensors(payload(seed + len(comps)))
-            comps.append(clone)
-        else:
-            comps.append(c)
-    path = pop.new_path(dict(parent.hparams, seed=seed), comps, parent)
-    path.metrics["quality"] = quality
-    pop.add_path(path)
-    pop.prune_population()
-    return path
-
-
-def run_cycle(store, agent, cycle, qualities, seed, stop_after=None):
-    """One cycle of an agent, as the seed's run_cycles; returns the population."""
-    loaded = store.load(agent, ["VitT3"], max_task_population_size=2)
-    pop = loaded.population
-    pop.start_cycle()
-    for generation, quality in enumerate(qualities[loaded.generation :], loaded.generation):
-        parent = pop.get_best_path() or pop.paths[ROOT][0]
-        child(pop, parent, quality, seed + 10 * generation)
-        if generation + 1 < len(qualities):
-            store.save_state(pop, cycle, generation + 1, {"cycle": cycle})
-            if stop_after == generation + 1:
-                return pop
-    pop.end_cycle()
-    store.save_state(pop, cycle + 1, 0, {"cycle": cycle})
-    return pop
+from tests.system.store_helpers import (
+    NAMES,
+    ROOT,
+    A,
+    B,
+    child,
+    make_root,
+    payload,
+    run_cycle,
+    shard_keys,
+)
 
 
 @pytest.fixture
@@ -79,18 +39,6 @@ def store(tmp_path):
     s = SystemStore(str(tmp_path / "state"))
     make_root(s)
     return s
-
-
-def shard_keys(store, agent, state_name):
-    from safetensors import safe_open
-
-    keys = set()
-    folder = os.path.join(store.root, agent, state_name)
-    for name in os.listdir(folder):
-        if name.endswith(".safetensors"):
-            with safe_open(os.path.join(folder, name), "pt") as f:
-                keys |= {k.rsplit("/", 1)[0] for k in f.keys()}
-    return keys
 
 
 def test_layout_manifest_and_incremental_shards(store):
@@ -337,82 +285,6 @@ def test_leftovers_of_killed_writers_are_cleaned_when_the_lock_is_taken(store):
     assert store.list_states(A) == []
     with store.lock(A):
         assert not any(n.startswith(".tmp") for n in os.listdir(agent_dir))
-
-
-def test_fsspec_memory_filesystem_round_trip():
-    import fsspec
-
-    fsspec.filesystem("memory").store.clear()
-    store = SystemStore("memory://munet-test-state")
-    assert not store.is_local()
-    make_root(store)
-    with store.lock(A):
-        pop = run_cycle(store, A, 0, [0.5, 0.6], seed=1)
-        with pytest.raises(Exception, match="already running"):
-            with store.lock(A):
-                pass
-    got = store.load(B).population
-    head = got.paths[A][0].component("head")
-    assert torch.equal(head.tensors["kernel"], pop.own_paths[0].component("head").tensors["kernel"])
-    assert [s.name for s in store.list_states(A)] == ["state_1_0"]
-
-
-def test_a_state_uncommitted_between_listing_and_reading_is_skipped(monkeypatch):
-    """Object stores: a removal first drops the state from the agent's commit pointer, then
-    deletes its files, so a state listed a moment ago may have lost its manifest before it is
-    read. That is a state being removed, not a damaged one: the loader lists again (as after a
-    vanished folder) instead of failing."""
-    import fsspec
-
-    fsspec.filesystem("memory").store.clear()
-    store = SystemStore("memory://munet-test-uncommitted")
-    make_root(store)
-    with store.lock(A):
-        run_cycle(store, A, 0, [0.5], seed=1)
-        run_cycle(store, A, 1, [0.6, 0.7], seed=3, stop_after=1)  # mid-cycle state_1_1
-    assert [s.name for s in store.list_states(A)] == ["state_1_0", "state_1_1"]
-    folder = f"{store.root}/{A}/state_1_1"
-    read_manifest = SystemStore.read_manifest
-
-    def removed_after_listing(self, state):
-        if state.name == "state_1_1" and self.fs.exists(f"{folder}/manifest.json"):
-            head, version = self.read_head(A)  # The removal's first step: uncommit, ...
-            self.fs.replace_if(
-                f"{store.root}/{A}/current.json", head.without({"state_1_1"}).to_bytes(), version
-            )
-            self.fs.remove_file(f"{folder}/manifest.json")  # ... then the files go.
-        return read_manifest(self, state)
-
-    monkeypatch.setattr(SystemStore, "read_manifest", removed_after_listing)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        loaded = store.load(A)  # strict for its own state, yet not an error
-    assert loaded.state.name == "state_1_0"
-    assert store.fs.exists(folder)  # the rest of the folder is still there
-
-
-def test_a_manifest_read_that_disagrees_with_the_listing_is_tried_again(monkeypatch):
-    """An object store whose listing shows a manifest that one read misses (a transient
-    inconsistency): the agent's own state is read again, not declared damaged."""
-    import fsspec
-
-    fsspec.filesystem("memory").store.clear()
-    store = SystemStore("memory://munet-test-transient")
-    make_root(store)
-    with store.lock(A):
-        run_cycle(store, A, 0, [0.5, 0.6], seed=1, stop_after=1)
-    read_bytes = store.fs.read_bytes
-    misses = []
-
-    def miss_once(path):
-        if path.endswith("state_0_1/manifest.json") and not misses:
-            misses.append(path)
-            raise FileNotFoundError(path)
-        return read_bytes(path)
-
-    monkeypatch.setattr(store.fs, "read_bytes", miss_once)
-    assert store.load(A).state.name == "state_0_1"
-    assert misses
 
 
 def test_a_local_state_folder_without_its_manifest_is_damaged(store):
