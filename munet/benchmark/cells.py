@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from munet.benchmark.plan import BenchmarkError, Settings, settings_mismatch
+from munet.files import follow_umask
 
 log = logging.getLogger("munet.benchmark")
 
@@ -34,11 +35,12 @@ def cell_file(out: str | Path, method: str, task: str, seed: int) -> Path:
 def write_json_atomic(path: str | Path, data: Any) -> None:
     """Writes ``data`` as JSON to ``path`` so a reader sees the old file or the whole new one:
     a temporary file beside it, flushed and fsynced, then renamed over it (and the folder
-    fsynced, so the rename survives a power cut)."""
+    fsynced, so the rename survives a power cut). The file gets the umask's mode."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        follow_umask(fd)  # mkstemp makes it private; results are for reading.
         with os.fdopen(fd, "w") as f:
             json.dump(data, f, indent=1, allow_nan=True)
             f.flush()

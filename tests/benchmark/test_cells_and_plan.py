@@ -32,6 +32,17 @@ def test_atomic_write_leaves_no_temporary_file(tmp_path):
     assert [p.name for p in target.parent.iterdir()] == ["b.json"]
 
 
+def test_results_files_follow_the_umask(tmp_path):
+    import os
+
+    old = os.umask(0o022)
+    try:
+        write_json_atomic(tmp_path / "c.json", {"x": 1})
+    finally:
+        os.umask(old)
+    assert (tmp_path / "c.json").stat().st_mode & 0o777 == 0o644
+
+
 def test_cells_live_per_method_task_and_seed(tmp_path):
     assert cell_file(tmp_path, "system", "synth/shape", 2) == (
         tmp_path / "cells" / "system" / "synth~shape" / "seed_2.json"
