@@ -87,6 +87,8 @@ def _baseline_job(
 ) -> int:
     from munet.benchmark.baselines import run_baseline
 
+    if read_cell(cell_file(out, method, task, seed)) is not None:
+        return 0  # Written since the run was planned (another run on the same --out).
     cell = run_baseline(settings, out, method, task, seed, budget)
     write_json_atomic(cell_file(out, method, task, seed), cell)
     return 1

@@ -161,3 +161,17 @@ def test_a_system_budget_of_two_gives_the_system_twice_the_steps(tmp_path, tiny_
     linear = read_cell(cell_file(out, "linear", "digits", 0))
     assert system["steps"] == 2 * budget["steps"] == 2 * linear["steps"]
     assert "the system: 2 times that, --system-budget 2" in (out / "results.md").read_text()
+
+
+def test_a_baseline_cell_written_after_planning_is_not_run_again(tmp_path, tiny_overrides):
+    from munet.benchmark.cells import write_json_atomic
+    from munet.benchmark.runner import _baseline_job
+
+    settings = make_settings(methods=["linear"], tasks=["digits"], seeds=[0], steps=8,
+                             overrides=tiny_overrides)  # fmt: skip
+    file = cell_file(tmp_path, "linear", "digits", 0)
+    cell = {"method": "linear", "task": "digits", "seed": 0, "quality": 0.5,
+            "test_quality": 0.4, "params_added": 10, "flops": 1.0}  # fmt: skip
+    write_json_atomic(file, cell)
+    assert _baseline_job(settings, str(tmp_path), "linear", "digits", 0, None) == 0
+    assert read_cell(file) == cell
