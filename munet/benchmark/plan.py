@@ -83,7 +83,7 @@ class TaskBudget:
     multipath_paths: int  # M of the system's paths are multipath.
     num_classes: int = 0
     sizes: dict[str, int] = field(default_factory=dict)
-    system_paths: int = 0  # S = K * N paths of the system (0, as in older files: N).
+    system_budget: int = DEFAULT_SYSTEM_BUDGET  # K: the system samples K * N paths.
 
     @property
     def steps(self) -> int:
@@ -94,8 +94,12 @@ class TaskBudget:
         return self.steps // self.interval
 
     @property
+    def system_paths(self) -> int:
+        return self.system_budget * self.num_paths
+
+    @property
     def singlepath_paths(self) -> int:
-        return (self.system_paths or self.num_paths) - self.multipath_paths
+        return self.system_paths - self.multipath_paths
 
 
 def task_budget(
@@ -115,9 +119,9 @@ def task_budget(
     _check_system_budget(system_budget)
     path_steps = interval * validations_per_path
     num_paths = max(2, round(steps / path_steps))
-    system_paths = system_budget * num_paths
+    multipath_paths = max(1, system_budget * num_paths // 4)
     return TaskBudget(
-        task, interval, path_steps, num_paths, max(1, system_paths // 4), system_paths=system_paths
+        task, interval, path_steps, num_paths, multipath_paths, system_budget=system_budget
     )
 
 
@@ -200,7 +204,7 @@ def _hint(name: str, names: Any) -> str:
 def settings_mismatch(stored: dict[str, Any], wanted: dict[str, Any]) -> str | None:
     """Names what differs between two settings dicts (None when they agree); a key a
     settings file predates reads as its default."""
-    defaults = {"system_budget": DEFAULT_SYSTEM_BUDGET}
+    defaults = Settings().to_dict()
     stored, wanted = {**defaults, **stored}, {**defaults, **wanted}
     differences = [
         f"{key} {stored.get(key)!r} there, {wanted.get(key)!r} now"

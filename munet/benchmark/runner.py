@@ -67,7 +67,8 @@ def plan_budgets(settings: Settings, out: str | Path) -> dict[str, TaskBudget]:
 
 
 def budget_dict(budget: TaskBudget) -> dict[str, Any]:
-    return {**budget.__dict__, "steps": budget.steps, "num_validations": budget.num_validations}
+    return {**budget.__dict__, "steps": budget.steps, "num_validations": budget.num_validations,
+            "system_paths": budget.system_paths}  # fmt: skip
 
 
 def _system_job(

@@ -33,6 +33,8 @@ def saw_test_images_of(agent_id: str, task_name: str) -> bool:
 def path_saw_test_images_of(path: Any, task_name: str) -> bool:
     """Whether ``path`` (a munet.system.Path) holds a component trained on images of
     ``task_name``'s test split: its own agent's, or one it shares frozen from another task."""
+    if not any(task_name in group for group in SHARED_IMAGES):
+        return False  # Most tasks: no component's agent needs looking at.
     return saw_test_images_of(path.agent_id, task_name) or any(
         saw_test_images_of(c.agent_id, task_name) for c in path.leaf_components()
     )
