@@ -174,7 +174,11 @@ def launch(
             queue = Queue(actor_options={"num_cpus": 0})
             stop_flag = ray.remote(num_cpus=0)(StopFlag).remote()
         resume_sigint()  # and the caller's deferral: from here Ctrl-C stops the agents
-        remote = ray.remote(task_body)
+        # One worker process per agent task: Ray's cancel (Ctrl-C) raises inside the task
+        # wherever it is, an import included, and a reused worker kept the half-imported
+        # modules (the next agent on it failed on `aiohttp.http_exceptions`). A fresh process
+        # costs about a second against an agent's minutes.
+        remote = ray.remote(max_calls=1)(task_body)
         launch_id = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
         pending: dict[Any, AgentSpec] = {}
 

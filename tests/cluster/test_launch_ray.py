@@ -223,3 +223,27 @@ def test_a_launch_of_an_agent_another_process_runs_is_refused_naming_the_holder(
                     env_names=env_names, echo=lines.append)
     assert not result.failures, (result.failures, lines)
     _verify(s3_url, [spec.agent_id], 1)
+
+
+def test_each_agent_task_runs_in_a_fresh_worker_process(local_ray, tmp_path, tiny_config,
+                                                         tiny_overrides):
+    # Ray's cancel interrupts a task wherever it is, an import included; a reused worker kept
+    # the half-imported modules and the next agent on it failed (aiohttp.http_exceptions).
+    from munet.agents.root import create_root_model
+    from munet.cluster import AgentSpec, launch
+
+    state_dir = str(tmp_path / "state")
+    create_root_model(tiny_config, state_dir, "random_init")
+    spec = AgentSpec("VitCpu", "synth/shape")
+    pids: list[int] = []
+
+    def record(event):
+        if event["kind"] == "start":
+            pids.append(event["pid"])
+
+    for cycles in (1, 2):  # the second launch resumes the first's state
+        result = launch([spec], state_dir, cycles, overrides=tiny_overrides,
+                        echo=lambda line: None, on_event=record)
+        assert not result.failures, result.failures
+    assert len(pids) == 2 and pids[0] != pids[1], pids
+    _verify(state_dir, [spec.agent_id], 2)
