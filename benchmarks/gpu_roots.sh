@@ -21,7 +21,8 @@
 # Out: $OUT/roots.tar.gz (each candidate's root.safetensors + card.json, no resumable state),
 # $OUT/log.txt (timestamps, each run's exit code, GPU utilisation every 30 s),
 # $OUT/commands.txt (every command exactly as run).
-# Knobs (environment): PYTHON, DEVICE, CANDIDATES, MINUTES, MAX_SECONDS, LIMIT, CKPT, LR.
+# Knobs (environment): PYTHON, DEVICE, CANDIDATES, MINUTES, STEPS (a fixed budget instead of
+# MINUTES: runs that start together time their first steps too fast), MAX_SECONDS, LIMIT, CKPT, LR.
 set -u
 ROOT_DIR="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT_DIR"
@@ -65,6 +66,7 @@ if command -v nvidia-smi > /dev/null && [ "$DEVICE" != "cpu" ]; then
   WATCH=$!
 fi
 
+BUDGET=(--minutes "$MINUTES"); [ -n "${STEPS:-}" ] && BUDGET=(--steps "$STEPS")
 names=()
 pids=()
 for candidate in $CANDIDATES; do
@@ -72,7 +74,7 @@ for candidate in $CANDIDATES; do
   name="$preset-${recipe//+/_}-$classes-${size}px-b$batch"
   dtype=float32; [ "$preset" = "VitT3" ] && dtype=float16  # VitT3 ships in float16 (< 4 MB)
   cmd=("$PYTHON" -m munet pretrain --agent "$preset" --recipe "$recipe" --classes "$classes"
-       --image-size "$size" --batch-size "$batch" ${LR:+--lr "$LR"} --minutes "$MINUTES"
+       --image-size "$size" --batch-size "$batch" ${LR:+--lr "$LR"} "${BUDGET[@]}"
        --max-seconds "$MAX_SECONDS" --checkpoint-every "$CKPT" --dtype "$dtype"
        --device "$DEVICE" --threads 2 --no-progress "${EXTRA[@]}" --out "$WORK/$name")
   printf '%s\n' "${cmd[*]}" >> "$OUT/commands.txt"

@@ -83,8 +83,17 @@ def test_a_preset_without_a_builtin_root_names_the_ones_with_one(tmp_path):
         create_root_model(get_preset("VitB"), tmp_path, "pretrained")
     assert default_root_kind(get_preset("VitB")) == "random_init"
     assert default_root_kind(get_preset("VitCpu")) == "pretrained"
-    # VitT3 ships one, but its card marks it as not good enough to be the default.
-    assert default_root_kind(get_preset("VitT3")) == "random_init"
+    # VitT3's root (GPU-pretrained, ahead of random init on validation) is its default too.
+    assert default_root_kind(get_preset("VitT3")) == "pretrained"
+
+
+def test_a_card_marked_not_default_leaves_random_init_the_default(tiny_root, monkeypatch):
+    monkeypatch.setattr(roots_module, "ROOTS_DIR", tiny_root)
+    config = apply_overrides(get_preset("VitCpu"), TINY)
+    assert default_root_kind(config) == "pretrained"
+    card = json.loads((tiny_root / "VitCpu.json").read_text())
+    (tiny_root / "VitCpu.json").write_text(json.dumps({**card, "default_root": False}))
+    assert default_root_kind(config) == "random_init"
 
 
 def test_the_shipped_vitcpu_root_becomes_the_default_root_model(tmp_path):
