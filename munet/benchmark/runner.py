@@ -196,28 +196,50 @@ def _jobs(
 
 
 def _run_pool(jobs: list, workers: int, report_new: Callable[[], None]) -> None:
-    """Runs ``jobs`` in spawned processes, reporting finished cells as their files appear;
-    the first failure cancels the jobs not started and is raised."""
+    """Runs ``jobs`` in spawned processes, reporting finished cells as their files appear.
+
+    The first failed cell cancels the jobs not started, lets the running ones finish (their
+    cells are kept) and is raised. An interrupt (Ctrl-C, SIGTERM) stops the running jobs at
+    once instead: a system seed runs for tens of minutes, finished cells are on disk and a
+    rerun resumes, so waiting for them would only make the command hang.
+    """
     context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(
+    pool = concurrent.futures.ProcessPoolExecutor(
         max_workers=min(workers, len(jobs)) or 1,
         mp_context=context,
         initializer=_worker_init,
         initargs=(os.getpid(),),
-    ) as pool:
+    )
+    try:
         pending = {pool.submit(function, *args) for function, args in jobs}
-        try:
-            while pending:
-                finished, pending = concurrent.futures.wait(
-                    pending, timeout=2.0, return_when=concurrent.futures.FIRST_COMPLETED
-                )
-                report_new()
-                for future in finished:
-                    future.result()  # Raises the worker's error.
-        except BaseException:
-            for future in pending:
-                future.cancel()
-            raise
+        while pending:
+            finished, pending = concurrent.futures.wait(
+                pending, timeout=2.0, return_when=concurrent.futures.FIRST_COMPLETED
+            )
+            report_new()
+            for future in finished:
+                future.result()  # Raises the worker's error.
+    except KeyboardInterrupt:
+        _stop_workers(pool)
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _stop_workers(pool: concurrent.futures.ProcessPoolExecutor) -> None:
+    """Ends the pool's worker processes now (SIGTERM, then SIGKILL after 10 s)."""
+    if hasattr(pool, "terminate_workers"):  # Python 3.14+
+        pool.terminate_workers()
+        return
+    # Before 3.14 the executor has no public way to stop a running job: its processes.
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join(timeout=10)
+        if process.is_alive():
+            process.kill()
 
 
 def _cell_line(cell: dict[str, Any], pace: Pace) -> str:

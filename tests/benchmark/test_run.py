@@ -175,3 +175,21 @@ def test_a_baseline_cell_written_after_planning_is_not_run_again(tmp_path, tiny_
     write_json_atomic(file, cell)
     assert _baseline_job(settings, str(tmp_path), "linear", "digits", 0, None) == 0
     assert read_cell(file) == cell
+
+
+def test_an_interrupt_stops_running_cells_instead_of_waiting_for_them():
+    import multiprocessing
+    import time
+
+    from munet.benchmark.runner import _run_pool
+
+    # Two cells that would run for two minutes; Ctrl-C arrives at the first progress check.
+    def interrupt():
+        raise KeyboardInterrupt
+
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        _run_pool([(time.sleep, (120,)), (time.sleep, (120,))], 2, interrupt)
+    # Returned long before the cells would have ended, with their processes gone.
+    assert time.monotonic() - start < 60
+    assert not multiprocessing.active_children()
