@@ -24,8 +24,9 @@ from munet.config import AgentConfig, apply_overrides, get_preset
 
 
 def base_config(settings: Settings, seed: int) -> AgentConfig:
-    """The ``VitCpu`` config of every method for ``seed`` (with ``--set`` overrides)."""
-    return apply_overrides(get_preset(settings.preset), [*settings.overrides, f"seed={seed}"])
+    """The agent's config of every method for ``seed``: its benchmark path shape, then
+    ``--set``'s overrides."""
+    return apply_overrides(get_preset(settings.preset), [*settings.agent_overrides, f"seed={seed}"])
 
 
 def root_store(out: str | Path) -> str:

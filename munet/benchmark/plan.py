@@ -22,7 +22,31 @@ from typing import Any
 METHODS = ("system", "finetune", "linear", "adapters", "cnn")
 BASELINE = "finetune"
 PRESET = "VitCpu"
-MULTIPATH_PRESET = "MultiVitCpu"
+# The agents a benchmark can run (``--agent``), each with the overrides that give it the
+# benchmark's path shape: VitCpu's own (batch 32, 4 validations of up to 1,024 examples a path,
+# 256 validation examples, population 3, one thread, finalists rescored). VitT3 is the paper's
+# smallest preset, shaped for a GPU (batch 512, 300k examples between validations); at 32 px its
+# forward costs 14.5 MFLOPs an image against VitCpu's 16.2 at 24 px, so at VitCpu's path shape
+# it runs on a CPU. Its scorer's params base is VitCpu's (2M) times the ratio of their root
+# params (1.49M / 0.206M = 7.2), the same discount per share of the model; its FLOPs base stays
+# VitCpu's 1e9, the paths costing about the same. Its lr stays the seed's 0.02 (a pretrained
+# root); VitCpu's 0.1 was set for training from scratch.
+AGENT_OVERRIDES: dict[str, tuple[str, ...]] = {
+    PRESET: (),
+    "VitT3": (
+        "batch_size=32",
+        "num_train_examples_between_validations_max=1024",
+        "num_validations_per_path_training=4",
+        "num_validation_examples_max=256",
+        "num_samples_per_cycle=8",
+        "max_task_population_size=3",
+        "eval_batch_size=512",
+        "num_threads=1",
+        "rescore_finalists=true",
+        "scorer.base_accounted_params=14400000",
+        "scorer.base_flops=1000000000",
+    ),
+}
 ROOT_KIND = "pretrained"
 DEFAULT_STEPS = 1024
 DEFAULT_SEEDS = (0, 1, 2)
@@ -48,8 +72,10 @@ class Settings:
         seeds: one result per (method, task, seed).
         steps: the requested train steps per task (see the module docstring for rounding).
         quick: the CI-sized run.
-        overrides: ``--set`` config overrides for every ``VitCpu`` config.
+        overrides: ``--set`` config overrides for every method's config (after the agent's
+            :data:`AGENT_OVERRIDES`).
         adapter_bottleneck: hidden width of each adapter.
+        preset: the singlepath agent (``--agent``; its multipath agent is ``Multi<preset>``).
         system_budget: the system's train steps per task, in task budgets (1: equal steps).
     """
 
@@ -63,6 +89,15 @@ class Settings:
     preset: str = PRESET
     root: str = ROOT_KIND
     system_budget: int = DEFAULT_SYSTEM_BUDGET
+
+    @property
+    def multipath_preset(self) -> str:
+        return f"Multi{self.preset}"
+
+    @property
+    def agent_overrides(self) -> list[str]:
+        """The agent's path-shape overrides, then ``--set``'s."""
+        return [*AGENT_OVERRIDES[self.preset], *self.overrides]
 
     def to_dict(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
@@ -142,12 +177,13 @@ def make_settings(
     overrides: list[str] | None = None,
     adapter_bottleneck: int = DEFAULT_ADAPTER_BOTTLENECK,
     system_budget: int = DEFAULT_SYSTEM_BUDGET,
+    preset: str = PRESET,
 ) -> Settings:
     """Checked settings; None picks the default (the suite, or the quick suite with ``quick``).
 
     Raises:
-        BenchmarkError: an unknown method or task, no or repeated seeds, a negative seed,
-            a non-positive ``steps``, bottleneck or system budget.
+        BenchmarkError: an unknown method, task or agent, no or repeated seeds, a negative
+            seed, a non-positive ``steps``, bottleneck or system budget.
     """
     from munet.tasks.registry import is_known_task_name, known_task_names
     from munet.tasks.suite import QUICK_SUITE_TASKS, SUITE_TASKS
@@ -184,6 +220,11 @@ def make_settings(
             f"adapter bottleneck {adapter_bottleneck!r}: expected a positive width"
         )
     _check_system_budget(system_budget)
+    if preset not in AGENT_OVERRIDES:
+        raise BenchmarkError(
+            f"--agent {preset!r}{_hint(preset, AGENT_OVERRIDES)}: expected one of "
+            f"{', '.join(AGENT_OVERRIDES)} (the agents with a CPU-sized benchmark path shape)"
+        )
     return Settings(
         methods=tuple(methods),
         tasks=tuple(tasks),
@@ -193,6 +234,7 @@ def make_settings(
         overrides=tuple(overrides or ()),
         adapter_bottleneck=adapter_bottleneck,
         system_budget=system_budget,
+        preset=preset,
     )
 
 

@@ -1,6 +1,6 @@
-"""The µNet system of one seed: ``VitCpu`` singlepath agents over every suite task in
-sequence on one store (from the preset's built-in pretrained root), then one ``MultiVitCpu``
-multipath agent per task; one cell per task.
+"""The µNet system of one seed: singlepath agents (``VitCpu`` unless ``--agent``) over every
+suite task in sequence on one store (from the preset's built-in pretrained root), then one
+multipath agent (``MultiVitCpu``) per task; one cell per task.
 
 Each task's agents spend the task's budget (munet.benchmark.plan): one singlepath cycle of
 ``N - M`` paths and one multipath cycle of ``M`` paths, ``P`` train steps per path. The task's
@@ -20,7 +20,7 @@ from typing import Any
 
 from munet.benchmark.baselines import base_config
 from munet.benchmark.cells import cell_file, read_cell, write_json_atomic
-from munet.benchmark.plan import MULTIPATH_PRESET, ROOT_KIND, Settings, TaskBudget
+from munet.benchmark.plan import AGENT_OVERRIDES, ROOT_KIND, Settings, TaskBudget
 from munet.config import apply_overrides, get_preset
 
 
@@ -87,9 +87,9 @@ def run_system_seed(
     for task in todo:
         start, cpu_start = time.perf_counter(), time.process_time()
         mp_config = apply_overrides(
-            get_preset(MULTIPATH_PRESET),
+            get_preset(settings.multipath_preset),
             [
-                *multipath_overrides(settings.overrides),
+                *multipath_overrides(_multipath_shape(settings)),
                 f"seed={seed}",
                 f"num_samples_per_cycle={budgets[task].multipath_paths}",
             ],
@@ -108,6 +108,13 @@ def run_system_seed(
         if on_cell is not None:
             on_cell(cell)
     return written
+
+
+def _multipath_shape(settings: Settings) -> list[str]:
+    """The agent's path shape and ``--set``'s overrides, less the singlepath scorer's bases
+    (a multipath agent's score is its quality)."""
+    shape = [o for o in AGENT_OVERRIDES[settings.preset] if not o.startswith("scorer.")]
+    return [*shape, *settings.overrides]
 
 
 def _read_stage(file: Path) -> dict[str, float]:

@@ -39,10 +39,12 @@ def _seeds(value: str | None) -> list[int] | None:
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds `benchmark`."""
     from munet.benchmark.plan import (
+        AGENT_OVERRIDES,
         DEFAULT_ADAPTER_BOTTLENECK,
         DEFAULT_STEPS,
         DEFAULT_SYSTEM_BUDGET,
         METHODS,
+        PRESET,
         QUICK_STEPS,
     )
 
@@ -96,7 +98,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="VitCpu config override for every method (repeatable)",
+        help="config override for every method's agent (repeatable)",
+    )
+    parser.add_argument(
+        "--agent",
+        default=PRESET,
+        help=(
+            f"the singlepath agent (default {PRESET}; {', '.join(AGENT_OVERRIDES)}): every "
+            "method starts from its built-in root, at the benchmark's CPU path shape "
+            "(docs/benchmark.md)"
+        ),
     )
     parser.set_defaults(func=_benchmark)
 
@@ -117,8 +128,9 @@ def _benchmark(args: argparse.Namespace) -> int:
             overrides=args.overrides,
             adapter_bottleneck=args.adapter_bottleneck,
             system_budget=args.system_budget,
+            preset=args.agent,
         )
-        apply_overrides(get_preset(settings.preset), list(settings.overrides))  # bad --set
+        apply_overrides(get_preset(settings.preset), settings.agent_overrides)  # bad --set
         if args.workers < 1:
             raise BenchmarkError(f"--workers {args.workers!r}: expected at least 1")
     except (BenchmarkError, ConfigError) as err:

@@ -139,6 +139,8 @@ def test_a_settings_file_from_before_the_system_budget_resumes_at_budget_one(tmp
         ({"steps": 0}, "--steps 0"),
         ({"system_budget": 0}, "--system-budget 0"),
         ({"system_budget": 1.5}, "--system-budget 1.5"),
+        ({"preset": "VitT"}, "--agent 'VitT' \\(did you mean VitT3"),
+        ({"preset": "VitB"}, "--agent 'VitB'.*expected one of VitCpu, VitT3"),
     ],
 )
 def test_make_settings_refuses_bad_requests(kwargs, match):
@@ -153,3 +155,36 @@ def test_quick_settings_use_the_quick_suite():
     quick = make_settings(quick=True)
     assert quick.tasks == QUICK_SUITE_TASKS and quick.quick and quick.steps < make_settings().steps
     assert Settings.from_dict(quick.to_dict()) == quick
+
+
+def test_vitt3_runs_at_vitcpus_path_shape_with_its_own_model_root_and_lr():
+    from munet.benchmark.baselines import base_config
+    from munet.benchmark.system import _multipath_shape
+    from munet.config import apply_overrides, get_preset
+
+    cpu = base_config(make_settings(), seed=0)
+    t3 = base_config(make_settings(preset="VitT3"), seed=0)
+    shape = ("batch_size", "num_train_examples_between_validations_max",
+             "num_validations_per_path_training", "num_validation_examples_max",
+             "num_samples_per_cycle", "max_task_population_size", "eval_batch_size",
+             "num_threads", "rescore_finalists")  # fmt: skip
+    assert {k: getattr(t3, k) for k in shape} == {k: getattr(cpu, k) for k in shape}
+    assert (t3.name, t3.model, t3.seed) == ("VitT3", "Ti/16", 0)
+    assert t3.hparams_defaults["ds_image_size"] == 32 and t3.hparams_defaults["opt_lr"] == 0.02
+    # The params base is VitCpu's scaled by the root's size; the paper's (2.2B) would make
+    # every clone free for a 1.5M-parameter model.
+    assert t3.scorer.base_accounted_params == 7.2 * cpu.scorer.base_accounted_params
+    # --set comes after the shape; the multipath agent keeps its neutral scorer.
+    settings = make_settings(preset="VitT3", overrides=["batch_size=16"])
+    assert base_config(settings, seed=0).batch_size == 16
+    multi = apply_overrides(get_preset(settings.multipath_preset), _multipath_shape(settings))
+    assert (multi.name, multi.batch_size, multi.scorer.base_accounted_params) == (
+        "MultiVitT3", 16, 0
+    )
+
+
+def test_the_agent_is_part_of_a_benchmarks_configuration():
+    t3 = make_settings(tasks=["digits"], seeds=[0], preset="VitT3")
+    assert Settings.from_dict(t3.to_dict()) == t3
+    cpu = make_settings(tasks=["digits"], seeds=[0])
+    assert settings_mismatch(cpu.to_dict(), t3.to_dict()) == "preset 'VitCpu' there, 'VitT3' now"

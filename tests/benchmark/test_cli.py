@@ -21,6 +21,8 @@ from munet.cli import main
         (["--set", "no_such_key=1"], "no_such_key"),
         (["--adapter-bottleneck", "0"], "adapter bottleneck 0: expected a positive width"),
         (["--system-budget", "0"], "--system-budget 0: expected a whole number of task budgets"),
+        (["--agent", "VitT"], "--agent 'VitT' (did you mean VitT3"),
+        (["--agent", "VitT3", "--set", "no_such_key=1"], "no_such_key"),
     ],
 )
 def test_bad_requests_end_in_one_error_line(tmp_path, capsys, args, message):
