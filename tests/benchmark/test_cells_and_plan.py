@@ -179,7 +179,9 @@ def test_vitt3_runs_at_vitcpus_path_shape_with_its_own_model_root_and_lr():
     assert base_config(settings, seed=0).batch_size == 16
     multi = apply_overrides(get_preset(settings.multipath_preset), _multipath_shape(settings))
     assert (multi.name, multi.batch_size, multi.scorer.base_accounted_params) == (
-        "MultiVitT3", 16, 0
+        "MultiVitT3",
+        16,
+        0,
     )
 
 

@@ -193,3 +193,43 @@ def test_an_interrupt_stops_running_cells_instead_of_waiting_for_them():
     # Returned long before the cells would have ended, with their processes gone.
     assert time.monotonic() - start < 60
     assert not multiprocessing.active_children()
+
+
+@pytest.mark.slow
+def test_a_vitt3_benchmark_grows_its_system_from_vitt3s_root(tmp_path):
+    import torch
+    from safetensors.torch import load_file
+
+    from munet.pretrain import builtin_root
+
+    tiny_t3 = ["batch_size=8", "num_train_examples_between_validations_max=16",
+               "num_validations_per_path_training=2", "num_validation_examples_max=16",
+               "max_task_population_size=2", "hparams_mutation_ranges.num_layers=[1, 2]",
+               "num_layers=1", "hparams_mutation_ranges.ds_image_size=[16, 32]",
+               "ds_image_size=16"]  # fmt: skip
+    settings = make_settings(
+        methods=["system", "finetune"], tasks=["digits", "synth/shape"], seeds=[0], steps=8,
+        overrides=tiny_t3, preset="VitT3",
+    )  # fmt: skip
+    out = tmp_path / "out"
+    lines = []
+    assert run_benchmark(settings, out, echo=lines.append).ran == 4
+    assert "Preset VitT3" in (out / "results.md").read_text()
+    for task in settings.tasks:
+        system = read_cell(cell_file(out, "system", task, 0))
+        finetune = read_cell(cell_file(out, "finetune", task, 0))
+        # Ti/16 widths (192), not VitCpu's 64: one block and the embeddings are ~0.1M params.
+        assert finetune["params_added"] > 100_000
+        assert 0 < system["params_added"] <= system["params_total"]
+    # Every method started from VitT3's built-in root: the baselines' store holds its weights
+    # (stored as component:agent:version/tensor).
+    shipped = load_file(builtin_root("VitT3").file)
+    stored = {}
+    for file in (out / "state" / "root").rglob("components-*.safetensors"):
+        for key, tensor in load_file(file).items():
+            stored[key.split(":")[0] + "." + key.rsplit("/", 1)[1]] = tensor
+    # The tiny config's root keeps one block (and resizes the position embedding to 16 px).
+    assert "encoderblock_0.mlp.fc1.weight" in stored and set(stored) <= set(shipped)
+    same_shape = [k for k in stored if stored[k].shape == shipped[k].shape]
+    assert len(same_shape) >= len(stored) - 1
+    assert all(torch.equal(stored[k].float(), shipped[k].float()) for k in same_shape)
