@@ -19,7 +19,9 @@ Prints each side's held-out accuracy and wall time, and::
     ratio: R   (munet held-out accuracy / the CNN's)
 
 Run: ``python benchmarks/own_data_vs_cnn.py [--root pretrained]`` (about 10 minutes on a busy
-2-core machine); ``--quick``: a tiny smoke test.
+2-core machine); ``--quick``: a tiny smoke test. ``--agent VitT3`` runs the paper's smallest
+preset instead, at the CPU path shape ``munet benchmark --agent VitT3`` gives it
+(munet.benchmark.plan.AGENT_OVERRIDES, passed as ``--set``s before yours).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from root_source import resolve_root  # noqa: E402
 
 from munet.benchmark.cnn import small_cnn  # noqa: E402
+from munet.benchmark.plan import AGENT_OVERRIDES  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CLASSES = ("circle", "square", "triangle", "star", "cross")
@@ -156,14 +159,15 @@ def munet_cli(*argv: str) -> str:
 
 def run_munet(args: argparse.Namespace, train: Path, held_out: Path, work: Path) -> dict:
     """The README's own-data commands; held-out accuracy and wall time (root, run, export)."""
-    root = resolve_root(args.root, "VitCpu")
+    root = resolve_root(args.root, args.agent)
     print(root.describe(), flush=True)
     state, export = str(work / "state"), str(work / "export")
-    sets = [arg for item in args.overrides for arg in ("--set", item)]
+    overrides = [*AGENT_OVERRIDES[args.agent], *args.overrides]
+    sets = [arg for item in overrides for arg in ("--set", item)]
     root_sets = [arg for item in root.overrides for arg in ("--set", item)]
     commands = [
-        ["root", "--agent", "VitCpu", "-d", state, *root.cli_args, *sets, "-q"],
-        ["run", "--agent", "VitCpu", "--task", TASK, "--data", f"folder:{train}",
+        ["root", "--agent", args.agent, "-d", state, *root.cli_args, *sets, "-q"],
+        ["run", "--agent", args.agent, "--task", TASK, "--data", f"folder:{train}",
          "--cycles", str(args.cycles), "-d", state, *root_sets, *sets, "-q"],
         ["export", "-d", state, "--task", TASK, "--out", export],
     ]  # fmt: skip
@@ -180,6 +184,7 @@ def run_munet(args: argparse.Namespace, train: Path, held_out: Path, work: Path)
         "images": len(predictions),
         "seconds": seconds,
         "root": args.root,
+        "agent": args.agent,
         "exported": {k: config[k] for k in ("architecture", "provenance") if k in config},
     }
 
@@ -238,6 +243,9 @@ def run_cnn(
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", default="random_init", help="random_init, pretrained or FILE")
+    parser.add_argument(
+        "--agent", default="VitCpu", choices=list(AGENT_OVERRIDES), help="default VitCpu"
+    )
     parser.add_argument("--per-class", type=int, default=300, help="training images per class")
     parser.add_argument("--held-out", type=int, default=50, help="held-out images per class")
     parser.add_argument("--cycles", type=int, default=2, help="munet run --cycles")

@@ -156,6 +156,23 @@ def test_own_data_vs_cnn_quick_runs_the_readme_commands_and_scores_held_out(
     assert result["ratio"] == pytest.approx(munet["accuracy"] / cnn["accuracy"])
 
 
+# The same subprocesses on VitT3 at the benchmark's CPU path shape: about 30 s.
+@pytest.mark.slow
+def test_own_data_vs_cnn_runs_vitt3_from_its_root_at_the_cpu_path_shape(
+    tmp_path, capsys, restore_threads
+):
+    out = tmp_path / "result.json"
+    script = load_script("own_data_vs_cnn")
+    script.main(["--quick", "--agent", "VitT3", "--root", "pretrained", "--out", str(out)])
+    text = capsys.readouterr().out
+    assert "VitT3.safetensors" in text and "--set batch_size=32" in text
+    munet = json.loads(out.read_text())["munet"]
+    assert munet["agent"] == "VitT3" and munet["images"] == 20
+    provenance = munet["exported"]["provenance"]
+    assert provenance["agent_id"] == "VitT3~shapes"
+    assert provenance["parent"].startswith("VitT3~root_model~checkpoint")
+
+
 # Two arms of root, run, export and predict subprocesses: about 30 s on an idle 2-core machine.
 @pytest.mark.slow
 def test_own_data_split_rule_quick_reports_validation_held_out_and_the_gap(
