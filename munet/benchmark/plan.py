@@ -16,33 +16,48 @@ per task than their fine-tuning baselines.
 from __future__ import annotations
 
 import difflib
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 METHODS = ("system", "finetune", "linear", "adapters", "cnn")
 BASELINE = "finetune"
 PRESET = "VitCpu"
+# The path shape every agent runs at in the benchmark: VitCpu's own (batch 32, 4 validations of
+# up to 1,024 examples a path, 256 validation examples, population 3, one thread, finalists
+# rescored), read from its preset so the two cannot drift apart.
+PATH_SHAPE_KEYS = (
+    "batch_size",
+    "num_train_examples_between_validations_max",
+    "num_validations_per_path_training",
+    "num_validation_examples_max",
+    "num_samples_per_cycle",
+    "max_task_population_size",
+    "eval_batch_size",
+    "num_threads",
+    "rescore_finalists",
+)
+
+
+def _path_shape() -> tuple[str, ...]:
+    from munet.config import get_preset
+
+    cpu = get_preset(PRESET)
+    return tuple(f"{key}={json.dumps(getattr(cpu, key))}" for key in PATH_SHAPE_KEYS)
+
+
 # The agents a benchmark can run (``--agent``), each with the overrides that give it the
-# benchmark's path shape: VitCpu's own (batch 32, 4 validations of up to 1,024 examples a path,
-# 256 validation examples, population 3, one thread, finalists rescored). VitT3 is the paper's
-# smallest preset, shaped for a GPU (batch 512, 300k examples between validations); at 32 px its
-# forward costs 14.5 MFLOPs an image against VitCpu's 16.2 at 24 px, so at VitCpu's path shape
-# it runs on a CPU. Its scorer's params base is VitCpu's (2M) times the ratio of their root
-# params (1.49M / 0.206M = 7.2), the same discount per share of the model; its FLOPs base stays
-# VitCpu's 1e9, the paths costing about the same. Its lr stays the seed's 0.02 (a pretrained
-# root); VitCpu's 0.1 was set for training from scratch.
+# benchmark's path shape. VitT3 is the paper's smallest preset, shaped for a GPU (batch 512,
+# 300k examples between validations); at 32 px its forward costs 14.5 MFLOPs an image against
+# VitCpu's 16.2 at 24 px, so at VitCpu's path shape it runs on a CPU. Its scorer's params base
+# is VitCpu's (2M) times the ratio of their root params (1.49M / 0.206M = 7.2), the same
+# discount per share of the model; its FLOPs base stays VitCpu's 1e9, the paths costing about
+# the same. Its lr stays the seed's 0.02 (a pretrained root); VitCpu's 0.1 was set for
+# training from scratch.
 AGENT_OVERRIDES: dict[str, tuple[str, ...]] = {
     PRESET: (),
     "VitT3": (
-        "batch_size=32",
-        "num_train_examples_between_validations_max=1024",
-        "num_validations_per_path_training=4",
-        "num_validation_examples_max=256",
-        "num_samples_per_cycle=8",
-        "max_task_population_size=3",
-        "eval_batch_size=512",
-        "num_threads=1",
-        "rescore_finalists=true",
+        *_path_shape(),
         "scorer.base_accounted_params=14400000",
         "scorer.base_flops=1000000000",
     ),

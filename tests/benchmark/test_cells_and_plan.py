@@ -11,6 +11,7 @@ from munet.benchmark.cells import (
     write_json_atomic,
 )
 from munet.benchmark.plan import (
+    PATH_SHAPE_KEYS,
     BenchmarkError,
     Settings,
     make_settings,
@@ -164,11 +165,9 @@ def test_vitt3_runs_at_vitcpus_path_shape_with_its_own_model_root_and_lr():
 
     cpu = base_config(make_settings(), seed=0)
     t3 = base_config(make_settings(preset="VitT3"), seed=0)
-    shape = ("batch_size", "num_train_examples_between_validations_max",
-             "num_validations_per_path_training", "num_validation_examples_max",
-             "num_samples_per_cycle", "max_task_population_size", "eval_batch_size",
-             "num_threads", "rescore_finalists")  # fmt: skip
+    shape = PATH_SHAPE_KEYS
     assert {k: getattr(t3, k) for k in shape} == {k: getattr(cpu, k) for k in shape}
+    assert (t3.batch_size, t3.num_validations_per_path_training) == (32, 4)  # not 512, 4
     assert (t3.name, t3.model, t3.seed) == ("VitT3", "Ti/16", 0)
     assert t3.hparams_defaults["ds_image_size"] == 32 and t3.hparams_defaults["opt_lr"] == 0.02
     # The params base is VitCpu's scaled by the root's size; the paper's (2.2B) would make
