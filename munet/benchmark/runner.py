@@ -233,6 +233,10 @@ def _stop_workers(pool: concurrent.futures.ProcessPoolExecutor) -> None:
         return
     # Before 3.14 the executor has no public way to stop a running job: its processes.
     processes = list((getattr(pool, "_processes", None) or {}).values())
+    # The pool's manager thread also waits for the workers it sees die, and may reap one
+    # (waitpid) a moment before it records the exit code: until then the process still looks
+    # alive here. So it is joined too, after the workers; `shutdown(wait=False)` forgets it.
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         process.terminate()
@@ -240,6 +244,9 @@ def _stop_workers(pool: concurrent.futures.ProcessPoolExecutor) -> None:
         process.join(timeout=10)
         if process.is_alive():
             process.kill()
+            process.join(timeout=10)
+    if manager is not None:
+        manager.join(timeout=10)
 
 
 def _cell_line(cell: dict[str, Any], pace: Pace) -> str:
