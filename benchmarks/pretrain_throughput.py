@@ -3,9 +3,11 @@
 In one run, on one device, for the preset's model at the given recipe and image size:
 
 - **munet**: :func:`munet.pretrain.loop.pretrain` itself (what ``munet pretrain`` runs): images
-  rendered on the fly on the training device, the next batch on a second thread while the
-  current one trains, a checkpoint (held-out evaluation of ``--eval-examples`` images, state,
-  root and card written) every ``--steps`` steps, as ``munet pretrain --checkpoint-every``.
+  rendered on the fly while the current batch trains, in a separate process (``--render
+  process``, a CPU's default) or on a second thread (``thread``, on the training device: a
+  GPU's), each timed in every round; a checkpoint (held-out evaluation of ``--eval-examples``
+  images, state, root and card written) every ``--steps`` steps, as ``munet pretrain
+  --checkpoint-every``.
   Timed from its card: the second ``--steps`` steps, checkpoint included (the first ones warm
   up).
 - **plain**: a textbook loop on the same model (same init, AdamW, clip, loss, autocast) over
@@ -60,6 +62,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--precision", choices=["fp32", "bf16"], help="default: the preset's")
     parser.add_argument("--num-layers", type=int, help="default: the preset's")
+    parser.add_argument(
+        "--render", nargs="+", choices=["thread", "process"],
+        help="where munet renders its batches, each timed in every round (default: both on a "
+        "CPU, thread on a GPU); the first is the ratio: line's",
+    )  # fmt: skip
+    parser.add_argument("--threads", type=int, help="intra-op threads (default: all cores)")
     parser.add_argument("--quick", action="store_true", help="tiny CPU smoke run")
     args = parser.parse_args(argv)
     if args.quick:
@@ -96,12 +104,12 @@ def plain_images_per_second(spec, batches, steps, device, precision) -> float:
     return steps * spec.batch_size / (time.perf_counter() - start)
 
 
-def munet_images_per_second(spec, steps, device, precision, eval_examples) -> float:
+def munet_images_per_second(spec, steps, device, precision, eval_examples, render) -> float:
     """``pretrain`` for 2 x ``steps`` steps, a checkpoint every ``steps``: the second half."""
     with tempfile.TemporaryDirectory(prefix="munet-throughput-") as work:
         result = pretrain(
             spec, work, steps=2 * steps, checkpoint_every=steps, device=str(device),
-            precision=precision, progress=False, eval_examples=eval_examples,
+            precision=precision, progress=False, eval_examples=eval_examples, render=render,
         )  # fmt: skip
     first, second = result.card["history"][:2]
     return steps * spec.batch_size / max(1e-9, second["seconds"] - first["seconds"])
@@ -119,6 +127,8 @@ def generator_images_per_second(spec, recipe, steps, device) -> float:
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     config = get_preset(args.agent)
     hparams = config.hparams_defaults
@@ -140,36 +150,41 @@ def main(argv: list[str] | None = None) -> dict:
         f"{precision}, {torch.get_num_threads()} threads, {args.steps} timed steps",
         flush=True,
     )
-    plain, ours = [], []
+    renders = args.render or (["process", "thread"] if device.type == "cpu" else ["thread"])
+    plain, ours = [], {render: [] for render in renders}
     for index in range(args.rounds):
-        order = ("plain", "munet") if index % 2 == 0 else ("munet", "plain")
+        names = ["plain", *renders]
+        order = names if index % 2 == 0 else names[::-1]
         for name in order:
             if name == "plain":
                 plain.append(plain_images_per_second(spec, batches, args.steps, device, precision))
             else:
-                ours.append(munet_images_per_second(spec, args.steps, device, precision,
-                                                    args.eval_examples))  # fmt: skip
-        print(f"round {index + 1}: plain {plain[-1]:.0f} img/s, munet {ours[-1]:.0f} img/s",
-              flush=True)  # fmt: skip
+                ours[name].append(munet_images_per_second(
+                    spec, args.steps, device, precision, args.eval_examples, name
+                ))  # fmt: skip
+        timed = ", ".join(f"munet ({render}) {ours[render][-1]:.0f}" for render in renders)
+        print(f"round {index + 1}: plain {plain[-1]:.0f} img/s, {timed} img/s", flush=True)
     generated = generator_images_per_second(spec, recipe, args.steps, device)
-    plain_rate, our_rate = statistics.median(plain), statistics.median(ours)
-    ratios = [o / p for o, p in zip(ours, plain, strict=True)]
+    plain_rate = statistics.median(plain)
     share = plain_rate / generated
     print(f"plain loop (pre-rendered batches): {plain_rate:.0f} images/s")
     print(
-        f"munet pretrain loop (rendered on the fly, checkpoint every {args.steps} steps): "
-        f"{our_rate:.0f} images/s"
-    )
-    print(
         f"generator alone: {generated:.0f} images/s on {device}; rendering takes {share:.2f} "
-        f"of a training step's time (overlapped on a second thread)"
+        f"of a training step's time (overlapped with it)"
     )
-    print(
-        f"ratio: {statistics.median(ratios):.3f} (munet pretrain / plain PyTorch, images/s; "
-        f"goal >= 0.9)"
-    )
-    return {"plain": plain_rate, "munet": our_rate, "generator": generated,
-            "ratio": statistics.median(ratios), "generator_share": share}  # fmt: skip
+    figures = {"plain": plain_rate, "generator": generated, "generator_share": share}
+    for render in reversed(renders):  # The first mode's ratio: line comes last.
+        rate = statistics.median(ours[render])
+        ratio = statistics.median(o / p for o, p in zip(ours[render], plain, strict=True))
+        print(
+            f"munet pretrain loop (rendered in a {render}, checkpoint every {args.steps} "
+            f"steps): {rate:.0f} images/s"
+        )
+        print(f"ratio: {ratio:.3f} (munet pretrain, rendering in a {render} / plain PyTorch, "
+              f"images/s; goal >= 0.9)")  # fmt: skip
+        figures[render] = {"munet": rate, "ratio": ratio}
+    figures.update(figures[renders[0]])
+    return figures
 
 
 if __name__ == "__main__":

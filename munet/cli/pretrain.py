@@ -77,6 +77,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--threads", type=int, default=0, help="intra-op threads (0: all usable cores)"
     )
     parser.add_argument(
+        "--render",
+        default="auto",
+        choices=["auto", "thread", "process"],
+        help="where batches are rendered, ahead of training: a separate process (CPU) or a "
+        "second thread (GPU: on the device); auto (default): process on a CPU, thread on a GPU. "
+        "The weights are the same either way",
+    )
+    parser.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=True, help="progress bar"
     )
     parser.set_defaults(func=_pretrain)
@@ -165,6 +173,7 @@ def _pretrain(args: argparse.Namespace) -> int:
             progress=args.progress,
             command=_command_line(args),
             eval_examples=args.eval_examples,
+            render=args.render,
         )
     except PretrainLockedError as err:
         print(f"munet: error: {err}", file=sys.stderr)
@@ -179,9 +188,9 @@ def _pretrain(args: argparse.Namespace) -> int:
     print(
         f"pretrained {config.name} ({spec.recipe}, {spec.num_classes} classes): "
         f"{card['steps']}/{card['planned_steps']} steps in {card['seconds']:.0f} s on "
-        f"{device} ({precision}, {threads} threads), held-out accuracy "
-        f"{card['val_accuracy']:.3f}; root {result.root_file} (sha256 {card['sha256'][:12]}); "
-        f"card {result.card_file}"
+        f"{device} ({precision}, {threads} threads, rendering in a {card['render']}), "
+        f"held-out accuracy {card['val_accuracy']:.3f}; root {result.root_file} "
+        f"(sha256 {card['sha256'][:12]}); card {result.card_file}"
     )
     print(json.dumps({"root": str(result.root_file), "card": str(result.card_file)}))
     return 0

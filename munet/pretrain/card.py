@@ -5,7 +5,8 @@ The card (JSON, next to ``root.safetensors``; shipped roots as ``roots/<PRESET>.
 - ``preset``, ``recipe`` (every setting of :class:`munet.pretrain.loop.PretrainSpec`),
   ``recipes`` (per recipe of the mix: its name and class count), ``steps``, ``planned_steps``,
   ``seed``, ``seconds`` (training wall time over all sessions), ``device``, ``precision``,
-  ``threads``, ``load_average`` (at the end), ``dtype``, ``file``, ``sha256``,
+  ``render`` (where the batches were rendered: ``thread`` or ``process``), ``threads``,
+  ``load_average`` (at the end), ``dtype``, ``file``, ``sha256``,
   ``val_accuracy`` (last held-out accuracy on the pretraining classes), ``history``,
   ``command``;
 - ``validation``: figures the root's choice was made on (linear probe and short fine-tuning on
@@ -95,6 +96,8 @@ def make_card(
         "seconds": round(meta["seconds"], 1),
         "device": meta.get("device", "cpu"),
         "precision": meta.get("precision", "fp32"),
+        # Cards from before the render process rendered on a thread.
+        "render": meta.get("render", "thread"),
         "threads": meta.get("threads", torch.get_num_threads()),
         "load_average": [round(x, 2) for x in load] if load else None,
         "dtype": root_dtype,

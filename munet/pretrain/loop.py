@@ -29,7 +29,6 @@ import dataclasses
 import logging
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ import torch.nn.functional as F
 from munet.models.vit import VisionTransformer
 from munet.pretrain.card import CARD_FILE, ROOT_DTYPES, ROOT_FILE, make_card, write_root
 from munet.pretrain.generators import make_recipe
+from munet.pretrain.render import batch_source, resolve_render
 from munet.pretrain.spec import (
     PretrainSpec,
     batch_for_step,
@@ -101,6 +101,7 @@ def pretrain(
     stop_at: int | None = None,
     max_seconds: float | None = None,
     eval_examples: int = 1024,
+    render: str = "auto",
 ) -> PretrainResult:
     """Pretrains ``spec``'s model in ``work_dir`` (resuming a run found there).
 
@@ -123,6 +124,8 @@ def pretrain(
         max_seconds: end this session (with a checkpoint) once it has trained this long, so an
             outer time limit never finds it between checkpoints; a rerun continues.
         eval_examples: held-out images scored at each checkpoint.
+        render: where the batches are rendered, ``auto``, ``thread`` or ``process``
+            (:mod:`munet.pretrain.render`); the weights are the same either way.
 
     Raises:
         ValueError: bad budget or spec; PretrainStateError: the work dir holds another spec;
@@ -145,19 +148,20 @@ def pretrain(
         raise ValueError(f"precision {precision!r}: expected one of {', '.join(PRECISIONS)}")
     if max_seconds is not None and not max_seconds > 0:
         raise ValueError(f"max_seconds {max_seconds!r}: expected a positive number")
-    work = Path(work_dir)
-    rerun = work.exists()
-    work.mkdir(parents=True, exist_ok=True)
     torch_device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     if torch_device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(
             f"device {device!r}: this torch ({torch.__version__}) sees no CUDA device; use "
             "--device cpu or a CUDA build of torch on a machine with a GPU"
         )
+    resolve_render(render, torch_device)  # A bad value fails before the work dir is made.
+    work = Path(work_dir)
+    rerun = work.exists()
+    work.mkdir(parents=True, exist_ok=True)
     with WorkDirLock(work):
         return _run(
             spec, work, rerun, steps, minutes, checkpoint_every, root_dtype, torch_device,
-            precision, progress, command, stop_at, max_seconds, eval_examples,
+            precision, progress, command, stop_at, max_seconds, eval_examples, render,
         )  # fmt: skip
 
 
@@ -218,7 +222,7 @@ def _run(
     spec: PretrainSpec, work: Path, rerun: bool, steps: int | None, minutes: float | None,
     checkpoint_every: int, root_dtype: str, torch_device: torch.device, precision: str,
     progress: bool, command: str, stop_at: int | None, max_seconds: float | None,
-    eval_examples: int,
+    eval_examples: int, render: str,
 ) -> PretrainResult:  # fmt: skip
     recipe = make_recipe(spec.recipe, spec.num_classes, spec.seed).to(torch_device)
     model = new_model(spec).to(torch_device)
@@ -226,6 +230,11 @@ def _run(
     meta = _start_or_resume(work, rerun, spec, steps, model, optimizer)
     meta["device"] = torch_device.type
     meta["precision"] = precision
+    end = meta["total_steps"]  # This session's last step (None: a minutes budget not yet timed).
+    if stop_at is not None:
+        end = stop_at if end is None else min(end, stop_at)
+    steps_left = None if end is None else end - meta["step"]
+    meta["render"] = render = resolve_render(render, torch_device, steps_left)
     if meta["step"] >= (meta["total_steps"] or math.inf):
         return _write_root(work, model, spec, meta, root_dtype, command)
     interval = _clamped_interval(checkpoint_every, meta["total_steps"])
@@ -242,15 +251,12 @@ def _run(
     loss_count = 0
     # Where a minutes budget's timing starts (moved past the warm-up steps when they run here).
     probe_start, probe_from = session_start, meta["step"]
-    # The next batch is rendered on a second thread while this one trains (torch ops
-    # release the GIL); each batch is a pure function of its step, so order is unaffected.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(batch_for_step, spec, recipe, meta["step"])
+    # The next batches are rendered beside the training (render.py); each is a pure function
+    # of its step, so where it is rendered never changes the weights.
+    with batch_source(render, spec, recipe, torch_device, meta["step"]) as batches:
         while meta["total_steps"] is None or meta["step"] < meta["total_steps"]:
             step = meta["step"]
-            images, labels = pending.result()
-            if meta["total_steps"] is None or step + 1 < meta["total_steps"]:
-                pending = pool.submit(batch_for_step, spec, recipe, step + 1)
+            images, labels = batches.batch(step)
             total_for_lr = meta["total_steps"] or _minutes_probe_total(minutes)
             for group in optimizer.param_groups:
                 group["lr"] = lr_at(spec, step, total_for_lr)

@@ -104,9 +104,13 @@ def test_root_compare_prints_the_probe_delta_and_stores_it_in_the_card(
 def test_pretrain_throughput_prints_a_ratio_and_the_generator_share(capsys, restore_threads):
     figures = load_script("pretrain_throughput").main(["--quick"])
     out = capsys.readouterr().out
-    assert re.search(r"^ratio: [0-9.]+ \(munet pretrain / plain PyTorch", out, re.M)
+    # One ratio: line per place the batches are rendered, the default's (a process) last.
+    lines = re.findall(r"^ratio: [0-9.]+ \(munet pretrain, rendering in a (\w+) / plain", out, re.M)
+    assert lines == ["thread", "process"]
     assert "rendering takes" in out
-    assert figures["plain"] > 0 and figures["munet"] > 0 and figures["generator"] > 0
+    assert figures["plain"] > 0 and figures["generator"] > 0
+    assert figures["process"]["munet"] > 0 and figures["thread"]["munet"] > 0
+    assert figures["munet"] == figures["process"]["munet"]
 
 
 @pytest.mark.slow
