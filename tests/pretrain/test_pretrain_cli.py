@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from munet.cli import main
 
 TINY = ["--classes", "3", "--batch-size", "4", "--image-size", "8", "--no-progress",
@@ -113,6 +115,8 @@ def test_the_card_records_recipe_mix_device_precision_and_empty_figures(tmp_path
         "cpu",
         "--precision",
         "fp32",
+        "--render",
+        "process",
         *TINY,
     ]
     args[args.index("--classes") + 1] = "7"
@@ -123,10 +127,15 @@ def test_the_card_records_recipe_mix_device_precision_and_empty_figures(tmp_path
         {"recipe": "noise", "classes": 2},
     ]  # fmt: skip
     assert card["device"] == "cpu" and card["precision"] == "fp32"
+    assert card["render"] == "process"
     assert card["validation"] == {} and card["test"] == {}
     assert "--recipe fractal_ex+contours_ex+noise" in card["command"]
     assert "--precision fp32" in card["command"]
     assert "7 classes" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_info:
+        main([*args[:5], str(out / "bad"), "--render", "gpu"])
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'gpu'" in capsys.readouterr().err
 
 
 def test_device_cuda_without_a_gpu_is_bad_input_not_a_crash(tmp_path, capsys, monkeypatch):
