@@ -17,9 +17,10 @@ model in munet component names, loadable by ``munet.models.load_checkpoint``) an
 One process at a time: the work dir is locked (``.lock``, an flock the kernel drops when the
 process dies); a second process gets :class:`PretrainLockedError`.
 
-Devices: the batches are rendered on the training device (the recipes are torch ops), the next
-one on a second thread while the current one trains; ``precision="bf16"`` runs the model under
-bf16 autocast (the float32 weights and AdamW state stay float32).
+Devices: the batches are rendered ahead of the training, in a separate process on a CPU and on
+the device from a second thread on a GPU (:mod:`munet.pretrain.render`; the recipes are torch
+ops); ``precision="bf16"`` runs the model under bf16 autocast (the float32 weights and AdamW
+state stay float32).
 """
 
 from __future__ import annotations
