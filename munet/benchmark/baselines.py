@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from munet.agents.cycle import stable_seed
-from munet.benchmark.plan import CNN_LR, CNN_MIN_IMAGE_SIZE, ROOT_KIND, Settings, TaskBudget
+from munet.benchmark.plan import CNN_LR, CNN_MIN_IMAGE_SIZE, Settings, TaskBudget
 from munet.config import AgentConfig, apply_overrides, get_preset
 
 
@@ -49,7 +49,12 @@ def run_baseline(
     apply_thread_policy(config.num_threads)
     start, cpu_start = time.perf_counter(), time.process_time()
     agent = IndependentAgent(
-        config, task, root_store(out), progress=False, echo=lambda _: None, root_kind=ROOT_KIND
+        config,
+        task,
+        root_store(out),
+        progress=False,
+        echo=lambda _: None,
+        root_kind=settings.root_kind,
     )
     hparams = {**default_hparams(config), "num_classes": agent.task.num_classes}
     if method in ("finetune", "linear"):

@@ -92,6 +92,11 @@ class Settings:
         adapter_bottleneck: hidden width of each adapter.
         preset: the singlepath agent (``--agent``; its multipath agent is ``Multi<preset>``).
         system_budget: the system's train steps per task, in task budgets (1: equal steps).
+        root: what every method starts from: ``pretrained`` (the agent's built-in root) or
+            the absolute path of a root checkpoint (``--root FILE``: a candidate root from
+            ``munet pretrain``, or any checkpoint munet loads).
+        root_sha256: that file's sha256 ("" for the built-in root): a resumed run refuses a
+            file that changed.
     """
 
     methods: tuple[str, ...] = METHODS
@@ -104,15 +109,26 @@ class Settings:
     preset: str = PRESET
     root: str = ROOT_KIND
     system_budget: int = DEFAULT_SYSTEM_BUDGET
+    root_sha256: str = ""
 
     @property
     def multipath_preset(self) -> str:
         return f"Multi{self.preset}"
 
     @property
+    def root_kind(self) -> str:
+        """The root model kind every method starts from (munet.agents.create_root_model)."""
+        return ROOT_KIND if self.root == ROOT_KIND else "checkpoint"
+
+    @property
+    def root_overrides(self) -> list[str]:
+        """The config override that points a ``checkpoint`` root at the ``--root`` file."""
+        return [] if self.root == ROOT_KIND else [f"checkpoint_path={self.root}"]
+
+    @property
     def agent_overrides(self) -> list[str]:
-        """The agent's path-shape overrides, then ``--set``'s."""
-        return [*AGENT_OVERRIDES[self.preset], *self.overrides]
+        """The agent's path-shape overrides, then ``--set``'s, then the root's."""
+        return [*AGENT_OVERRIDES[self.preset], *self.overrides, *self.root_overrides]
 
     def to_dict(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
@@ -193,12 +209,15 @@ def make_settings(
     adapter_bottleneck: int = DEFAULT_ADAPTER_BOTTLENECK,
     system_budget: int = DEFAULT_SYSTEM_BUDGET,
     preset: str = PRESET,
+    root: str | None = None,
 ) -> Settings:
-    """Checked settings; None picks the default (the suite, or the quick suite with ``quick``).
+    """Checked settings; None picks the default (the suite, or the quick suite with ``quick``;
+    the agent's built-in root).
 
     Raises:
         BenchmarkError: an unknown method, task or agent, no or repeated seeds, a negative
-            seed, a non-positive ``steps``, bottleneck or system budget.
+            seed, a non-positive ``steps``, bottleneck or system budget, a ``root`` that is
+            not a file.
     """
     from munet.tasks.registry import is_known_task_name, known_task_names
     from munet.tasks.suite import QUICK_SUITE_TASKS, SUITE_TASKS
@@ -250,7 +269,47 @@ def make_settings(
         adapter_bottleneck=adapter_bottleneck,
         system_budget=system_budget,
         preset=preset,
+        **_root_settings(root),
     )
+
+
+def root_size_note(settings: Settings, config: Any) -> str | None:
+    """A line saying the ``--root`` file's card was pretrained at another image size than the
+    agents read (None when it matches, or there is no card beside the file)."""
+    from pathlib import Path
+
+    if settings.root == ROOT_KIND:
+        return None
+    card = Path(settings.root).with_name("card.json")
+    try:
+        size = int(json.loads(card.read_text())["recipe"]["image_size"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    used = int(config.hparams_defaults["ds_image_size"])
+    if size == used:
+        return None
+    return (
+        f"note: the root was pretrained at {size} px (its card, {card}); the agents start at "
+        f"{used} px and resize its position embedding. To read {size} px images: --set "
+        f"hparams_mutation_ranges.ds_image_size=[...,{size}] --set "
+        f"hparams_defaults.ds_image_size={size}"
+    )
+
+
+def _root_settings(root: str | None) -> dict[str, str]:
+    if root is None:
+        return {}
+    from pathlib import Path
+
+    from munet.pretrain.roots import sha256_file
+
+    path = Path(root)
+    if not path.is_file():
+        raise BenchmarkError(
+            f"--root {root!r}: no such file; expected a root checkpoint (a munet pretrain "
+            "OUT/root.safetensors, or any checkpoint munet loads)"
+        )
+    return {"root": str(path.resolve()), "root_sha256": sha256_file(path)}
 
 
 def _hint(name: str, names: Any) -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from munet.benchmark.cells import cell_file, claim_out, done_cells, read_cell, write_json_atomic
-from munet.benchmark.plan import ROOT_KIND, Settings, TaskBudget, task_budget
+from munet.benchmark.plan import Settings, TaskBudget, task_budget
 from munet.progress import Pace
 
 Key = tuple[str, str, int]
@@ -42,12 +42,12 @@ def plan_budgets(settings: Settings, out: str | Path) -> dict[str, TaskBudget]:
     from munet.benchmark.baselines import base_config, root_store
 
     config = base_config(settings, settings.seeds[0])
-    create_root_model(config, root_store(out), ROOT_KIND)
+    create_root_model(config, root_store(out), settings.root_kind)
     budgets = {}
     for task in settings.tasks:
         agent = IndependentAgent(
             config, task, root_store(out), progress=False, echo=lambda _: None,
-            root_kind=ROOT_KIND,
+            root_kind=settings.root_kind,
         )  # fmt: skip
         budget = task_budget(
             task,

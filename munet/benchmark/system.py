@@ -20,7 +20,7 @@ from typing import Any
 
 from munet.benchmark.baselines import base_config
 from munet.benchmark.cells import cell_file, read_cell, write_json_atomic
-from munet.benchmark.plan import AGENT_OVERRIDES, ROOT_KIND, Settings, TaskBudget
+from munet.benchmark.plan import AGENT_OVERRIDES, Settings, TaskBudget
 from munet.config import apply_overrides, get_preset
 
 
@@ -64,7 +64,7 @@ def run_system_seed(
     config = base_config(settings, seed)
     apply_thread_policy(config.num_threads)
     store = system_store(out, seed)
-    create_root_model(config, store, ROOT_KIND)
+    create_root_model(config, store, settings.root_kind)
     quiet = {"progress": False, "quiet": True, "echo": lambda _line: None}
     singlepath: dict[str, Any] = {}
     for task in settings.tasks:  # In sequence: each task's agent sees the earlier ones' paths.
@@ -114,7 +114,7 @@ def _multipath_shape(settings: Settings) -> list[str]:
     """The agent's path shape and ``--set``'s overrides, less the singlepath scorer's bases
     (a multipath agent's score is its quality)."""
     shape = [o for o in AGENT_OVERRIDES[settings.preset] if not o.startswith("scorer.")]
-    return [*shape, *settings.overrides]
+    return [*shape, *settings.overrides, *settings.root_overrides]
 
 
 def _read_stage(file: Path) -> dict[str, float]:

@@ -109,12 +109,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "(docs/benchmark.md)"
         ),
     )
+    parser.add_argument(
+        "--root",
+        metavar="FILE",
+        help="start every method from this root checkpoint instead of the agent's built-in "
+        "root (a candidate from munet pretrain: OUT/root.safetensors); its image size is "
+        "not applied: --set hparams_defaults.ds_image_size=N for that",
+    )
     parser.set_defaults(func=_benchmark)
 
 
 def _benchmark(args: argparse.Namespace) -> int:
     from munet.benchmark import make_settings, run_benchmark
-    from munet.benchmark.plan import BenchmarkError
+    from munet.benchmark.plan import BenchmarkError, root_size_note
     from munet.config import ConfigError, apply_overrides, get_preset
 
     logging.getLogger("munet").setLevel(logging.WARNING)
@@ -129,13 +136,17 @@ def _benchmark(args: argparse.Namespace) -> int:
             adapter_bottleneck=args.adapter_bottleneck,
             system_budget=args.system_budget,
             preset=args.agent,
+            root=args.root,
         )
-        apply_overrides(get_preset(settings.preset), settings.agent_overrides)  # bad --set
+        config = apply_overrides(get_preset(settings.preset), settings.agent_overrides)  # bad --set
         if args.workers < 1:
             raise BenchmarkError(f"--workers {args.workers!r}: expected at least 1")
     except (BenchmarkError, ConfigError) as err:
         print(f"munet: error: {err}", file=sys.stderr)
         return 2
+    note = root_size_note(settings, config)
+    if note:
+        print(note, flush=True)
     run_benchmark(
         settings, args.out, workers=args.workers, echo=lambda line: print(line, flush=True)
     )

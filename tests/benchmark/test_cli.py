@@ -54,3 +54,11 @@ def test_help_lists_the_command(capsys):
     with pytest.raises(SystemExit):
         main(["benchmark", "--help"])
     assert "--workers" in capsys.readouterr().out
+
+
+def test_a_root_that_is_not_a_file_is_refused(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["benchmark", "--out", str(out), "--root", str(tmp_path / "nope.safetensors")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--root '" in err and "nope.safetensors': no such file" in err and "\n" not in err
+    assert not out.exists()
