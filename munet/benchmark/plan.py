@@ -288,10 +288,11 @@ def root_size_note(settings: Settings, config: Any) -> str | None:
     used = int(config.hparams_defaults["ds_image_size"])
     if size == used:
         return None
+    sizes = sorted({*config.hparams_mutation_ranges["ds_image_size"], size})
     return (
         f"note: the root was pretrained at {size} px (its card, {card}); the agents start at "
         f"{used} px and resize its position embedding. To read {size} px images: --set "
-        f"hparams_mutation_ranges.ds_image_size=[...,{size}] --set "
+        f"'hparams_mutation_ranges.ds_image_size={json.dumps(sizes)}' --set "
         f"hparams_defaults.ds_image_size={size}"
     )
 
