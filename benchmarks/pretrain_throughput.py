@@ -61,6 +61,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--precision", choices=["fp32", "bf16"], help="default: the preset's")
+    parser.add_argument(
+        "--other-precision", choices=["fp32", "bf16"],
+        help="also time the plain loop at this precision every round (is bf16 worth it on "
+        "this CPU?): a ratio: line against --precision's",
+    )  # fmt: skip
     parser.add_argument("--num-layers", type=int, help="default: the preset's")
     parser.add_argument(
         "--render", nargs="+", choices=["thread", "process"],
@@ -151,13 +156,17 @@ def main(argv: list[str] | None = None) -> dict:
         flush=True,
     )
     renders = args.render or (["process", "thread"] if device.type == "cpu" else ["thread"])
-    plain, ours = [], {render: [] for render in renders}
+    plain, ours, other = [], {render: [] for render in renders}, []
     for index in range(args.rounds):
-        names = ["plain", *renders]
+        names = ["plain", *renders, *(["other"] if args.other_precision else [])]
         order = names if index % 2 == 0 else names[::-1]
         for name in order:
             if name == "plain":
                 plain.append(plain_images_per_second(spec, batches, args.steps, device, precision))
+            elif name == "other":
+                other.append(plain_images_per_second(
+                    spec, batches, args.steps, device, args.other_precision
+                ))  # fmt: skip
             else:
                 ours[name].append(munet_images_per_second(
                     spec, args.steps, device, precision, args.eval_examples, name
@@ -173,6 +182,12 @@ def main(argv: list[str] | None = None) -> dict:
         f"of a training step's time (overlapped with it)"
     )
     figures = {"plain": plain_rate, "generator": generated, "generator_share": share}
+    if other:
+        ratio = statistics.median(o / p for o, p in zip(other, plain, strict=True))
+        print(f"plain loop at {args.other_precision}: {statistics.median(other):.0f} images/s")
+        print(f"ratio: {ratio:.3f} (plain PyTorch at {args.other_precision} / at {precision}, "
+              "images/s)")  # fmt: skip
+        figures["other_precision"] = {"plain": statistics.median(other), "ratio": ratio}
     for render in reversed(renders):  # The first mode's ratio: line comes last.
         rate = statistics.median(ours[render])
         ratio = statistics.median(o / p for o, p in zip(ours[render], plain, strict=True))

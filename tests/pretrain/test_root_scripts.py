@@ -102,7 +102,7 @@ def test_root_compare_prints_the_probe_delta_and_stores_it_in_the_card(
 
 
 def test_pretrain_throughput_prints_a_ratio_and_the_generator_share(capsys, restore_threads):
-    figures = load_script("pretrain_throughput").main(["--quick"])
+    figures = load_script("pretrain_throughput").main(["--quick", "--other-precision", "bf16"])
     out = capsys.readouterr().out
     # One ratio: line per place the batches are rendered, the default's (a process) last.
     lines = re.findall(r"^ratio: [0-9.]+ \(munet pretrain, rendering in a (\w+) / plain", out, re.M)
@@ -111,6 +111,8 @@ def test_pretrain_throughput_prints_a_ratio_and_the_generator_share(capsys, rest
     assert figures["plain"] > 0 and figures["generator"] > 0
     assert figures["process"]["munet"] > 0 and figures["thread"]["munet"] > 0
     assert figures["munet"] == figures["process"]["munet"]
+    assert re.search(r"^ratio: [0-9.]+ \(plain PyTorch at bf16 / at fp32", out, re.M)
+    assert figures["other_precision"]["plain"] > 0
 
 
 @pytest.mark.slow
