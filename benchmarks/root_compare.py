@@ -40,7 +40,7 @@ prepare_openmp_env()
 import torch  # noqa: E402
 
 from munet.config import get_preset  # noqa: E402
-from munet.pretrain.card import update_card  # noqa: E402
+from munet.pretrain.card import card_beside, update_card  # noqa: E402
 from munet.pretrain.root_eval import evaluation_tasks, measure_root  # noqa: E402
 
 
@@ -75,12 +75,10 @@ def shape_of(root: str, args: argparse.Namespace, default: tuple[int, int]) -> t
     ``card.json`` or a shipped root's ``PRESET.json``), else the preset's; ``--image-size``
     overrides the size."""
     size, layers = default
-    if root != "random_init":
-        for card in (Path(root).with_name("card.json"), Path(root).with_suffix(".json")):
-            if card.is_file():
-                recipe = json.loads(card.read_text())["recipe"]
-                size, layers = int(recipe["image_size"]), int(recipe["num_layers"])
-                break
+    card = None if root == "random_init" else card_beside(root)
+    if card is not None:
+        recipe = json.loads(card.read_text())["recipe"]
+        size, layers = int(recipe["image_size"]), int(recipe["num_layers"])
     return (args.image_size or size), layers
 
 

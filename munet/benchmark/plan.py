@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 METHODS = ("system", "finetune", "linear", "adapters", "cnn")
@@ -275,12 +276,12 @@ def make_settings(
 
 def root_size_note(settings: Settings, config: Any) -> str | None:
     """A line saying the ``--root`` file's card was pretrained at another image size than the
-    agents read (None when it matches, or there is no card beside the file)."""
-    from pathlib import Path
+    agents read (None when it matches, or there is no readable card beside the file)."""
+    from munet.pretrain.card import card_beside
 
-    if settings.root == ROOT_KIND:
+    card = None if settings.root == ROOT_KIND else card_beside(settings.root)
+    if card is None:
         return None
-    card = Path(settings.root).with_name("card.json")
     try:
         size = int(json.loads(card.read_text())["recipe"]["image_size"])
     except (OSError, ValueError, KeyError, TypeError):
@@ -300,8 +301,6 @@ def root_size_note(settings: Settings, config: Any) -> str | None:
 def _root_settings(root: str | None) -> dict[str, str]:
     if root is None:
         return {}
-    from pathlib import Path
-
     from munet.pretrain.roots import sha256_file
 
     path = Path(root)

@@ -112,6 +112,16 @@ def make_card(
     }
 
 
+def card_beside(root_file: str | Path) -> Path | None:
+    """The card of a root file: a run's ``card.json`` next to it, or a shipped root's
+    ``PRESET.json``; None when there is neither."""
+    root = Path(root_file)
+    for card in (root.with_name(CARD_FILE), root.with_suffix(".json")):
+        if card.is_file():
+            return card
+    return None
+
+
 def update_card(card_file: str | Path, key: str, value: Any) -> dict[str, Any]:
     """Stores ``value`` under ``key`` (``validation``, ``test`` or ``transfer``) in a card.
 

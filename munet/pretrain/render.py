@@ -98,14 +98,14 @@ class _ThreadSource:
     def __init__(self, spec: PretrainSpec, recipe, first_step: int):
         self._spec, self._recipe = spec, recipe
         self._pool = ThreadPoolExecutor(max_workers=1)
-        self._next = (first_step, self._pool.submit(batch_for_step, spec, recipe, first_step))
+        self._expected = first_step
+        self._pending = self._pool.submit(batch_for_step, spec, recipe, first_step)
 
     def batch(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
-        expected, pending = self._next
-        _check_order(step, expected)
-        result = pending.result()
-        following = self._pool.submit(batch_for_step, self._spec, self._recipe, step + 1)
-        self._next = (step + 1, following)
+        _check_order(step, self._expected)
+        result = self._pending.result()
+        self._expected = step + 1
+        self._pending = self._pool.submit(batch_for_step, self._spec, self._recipe, step + 1)
         return result
 
     def close(self) -> None:

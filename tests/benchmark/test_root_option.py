@@ -10,6 +10,7 @@ from munet.benchmark import make_settings, run_benchmark
 from munet.benchmark.cells import claim_out
 from munet.benchmark.plan import BenchmarkError, root_size_note
 from munet.config import apply_overrides, get_preset
+from munet.pretrain import builtin_root
 from munet.pretrain.loop import PretrainSpec, pretrain
 
 
@@ -59,5 +60,8 @@ def test_a_root_of_another_image_size_gets_a_note_naming_the_override(candidate_
     at_8px = apply_overrides(get_preset("VitCpu"), ["ds_image_size=8"])
     assert root_size_note(settings, at_8px) is None
     assert root_size_note(make_settings(tasks=["digits"], seeds=[0]), at_8px) is None
+    # A shipped root's card is PRESET.json beside it.
+    shipped = make_settings(tasks=["digits"], seeds=[0], root=builtin_root("VitCpu").file)
+    assert root_size_note(shipped, at_8px).startswith("note: the root was pretrained at 24 px")
     # The built-in root's settings say so, and a folder of it reads as before.
     assert json.loads(json.dumps(make_settings().to_dict()))["root"] == "pretrained"
