@@ -43,7 +43,6 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from munet.config import get_preset  # noqa: E402
-from munet.pretrain.generators import make_recipe  # noqa: E402
 from munet.pretrain.loop import PretrainSpec, batch_for_step, pretrain  # noqa: E402
 from munet.pretrain.spec import new_model, new_optimizer  # noqa: E402
 from munet.training.precision import resolve_precision  # noqa: E402
@@ -54,6 +53,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--agent", default="VitCpu")
     parser.add_argument("--recipe", default="fractal_ex+contours_ex+noise")
     parser.add_argument("--classes", type=int, default=1000)
+    parser.add_argument("--instances", type=int, default=1, help="instances per image, up to")
     parser.add_argument("--image-size", type=int, help="default: the preset's")
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--steps", type=int, default=100, help="timed steps (and warm-up steps)")
@@ -145,9 +145,9 @@ def main(argv: list[str] | None = None) -> dict:
         preset=config.name, model=config.model,
         num_layers=args.num_layers or int(hparams["num_layers"]),
         image_size=args.image_size or int(hparams["ds_image_size"]), recipe=args.recipe,
-        num_classes=args.classes, batch_size=args.batch_size,
+        num_classes=args.classes, batch_size=args.batch_size, instances=args.instances,
     ).validate()  # fmt: skip
-    recipe = make_recipe(spec.recipe, spec.num_classes, spec.seed).to(device)
+    recipe = spec.make_recipe().to(device)
     batches = [batch_for_step(spec, recipe, s) for s in range(2 * args.steps)]
     print(
         f"{args.agent} ({spec.model}, {spec.num_layers} blocks, {spec.image_size} px), "

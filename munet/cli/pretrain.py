@@ -42,6 +42,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "'+' (fractal_ex+contours_ex+noise); docs/pretrain.md",
     )
     parser.add_argument("--classes", type=int, default=100, help="pretraining classes (100)")
+    parser.add_argument(
+        "--instances",
+        type=int,
+        default=1,
+        help="up to this many instances of the class per image, 1..K at random (fractal and "
+        "contour recipes; 1: one figure, the default)",
+    )
     parser.add_argument("--batch-size", type=int, default=128, help="batch size (128)")
     parser.add_argument("--lr", type=float, default=1e-3, help="AdamW peak learning rate")
     parser.add_argument(
@@ -95,6 +102,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 _RECORDED = (
     ("--recipe", "recipe", "fractal"),
     ("--classes", "classes", 100),
+    ("--instances", "instances", 1),
     ("--batch-size", "batch_size", 128),
     ("--lr", "lr", 1e-3),
     ("--image-size", "image_size", None),
@@ -153,6 +161,7 @@ def _pretrain(args: argparse.Namespace) -> int:
             image_size=args.image_size or int(hparams["ds_image_size"]),
             recipe=args.recipe,
             num_classes=args.classes,
+            instances=args.instances,
             batch_size=args.batch_size,
             lr=args.lr,
             seed=args.seed,

@@ -32,7 +32,6 @@ import torch
 from munet.models import save_safetensors
 from munet.models.components import split_components
 from munet.models.vit import VisionTransformer
-from munet.pretrain.generators import make_recipe
 from munet.pretrain.roots import sha256_file
 from munet.pretrain.workdir import atomic_write
 
@@ -85,7 +84,7 @@ def make_card(
     """The card of a root (the keys are listed in the module docstring)."""
     history = meta.get("history", [])
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    recipe = make_recipe(spec.recipe, spec.num_classes, spec.seed)
+    recipe = spec.make_recipe()
     return {
         "preset": spec.preset,
         "recipe": dataclasses.asdict(spec),

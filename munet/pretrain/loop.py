@@ -39,7 +39,6 @@ import torch.nn.functional as F
 
 from munet.models.vit import VisionTransformer
 from munet.pretrain.card import CARD_FILE, ROOT_DTYPES, ROOT_FILE, make_card, write_root
-from munet.pretrain.generators import make_recipe
 from munet.pretrain.render import batch_source, resolve_render
 from munet.pretrain.spec import (
     PretrainSpec,
@@ -174,7 +173,13 @@ def _start_or_resume(
     ``rerun``: the work dir existed before this call."""
     meta = load_state(work, model, optimizer)
     if meta is not None:
-        if meta["spec"] != dataclasses.asdict(spec):
+        # A field added since the run began takes its default (which the run had).
+        defaults = {
+            f.name: f.default
+            for f in dataclasses.fields(PretrainSpec)
+            if f.default is not dataclasses.MISSING
+        }
+        if {**defaults, **meta["spec"]} != dataclasses.asdict(spec):
             raise PretrainStateError(
                 f"{work} holds a pretraining run of another spec ({meta['spec']}); use another "
                 "work dir or the same settings"
@@ -225,7 +230,7 @@ def _run(
     progress: bool, command: str, stop_at: int | None, max_seconds: float | None,
     eval_examples: int, render: str,
 ) -> PretrainResult:  # fmt: skip
-    recipe = make_recipe(spec.recipe, spec.num_classes, spec.seed).to(torch_device)
+    recipe = spec.make_recipe().to(torch_device)
     model = new_model(spec).to(torch_device)
     optimizer = new_optimizer(model, spec)
     meta = _start_or_resume(work, rerun, spec, steps, model, optimizer)

@@ -34,7 +34,6 @@ from typing import Protocol
 
 import torch
 
-from munet.pretrain.generators import make_recipe
 from munet.pretrain.spec import PretrainSpec, batch_for_step
 
 RENDER_MODES = ("auto", "thread", "process")
@@ -191,7 +190,7 @@ def _render_worker(
     # thread count.
     torch.set_num_threads(1)
     try:
-        recipe = make_recipe(spec.recipe, spec.num_classes, spec.seed)
+        recipe = spec.make_recipe()
         step = first_step
         while True:
             slot = free.get()

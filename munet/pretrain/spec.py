@@ -12,7 +12,7 @@ import torch
 
 from munet.models import VitArch, init_components, load_components
 from munet.models.vit import VisionTransformer
-from munet.pretrain.generators import Recipe, recipe_kinds, sample_batch
+from munet.pretrain.generators import Recipe, make_recipe, recipe_kinds, sample_batch
 
 
 @dataclass(frozen=True)
@@ -31,11 +31,13 @@ class PretrainSpec:
     warmup_ratio: float = 0.05
     label_smoothing: float = 0.1
     seed: int = 0
+    # At most this many instances of the class per image (figure recipes; 1 = one figure).
+    instances: int = 1
 
     def validate(self) -> PretrainSpec:
         """Raises ValueError naming the first bad field."""
         recipe_kinds(self.recipe)  # raises naming an unknown recipe
-        for name in ("num_layers", "image_size", "num_classes", "batch_size"):
+        for name in ("num_layers", "image_size", "num_classes", "batch_size", "instances"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} {getattr(self, name)!r}: expected a positive integer")
         if self.num_classes < 2 * len(recipe_kinds(self.recipe)):
@@ -55,6 +57,10 @@ class PretrainSpec:
                 f"{arch.patch_size} of {self.model}"
             )
         return self
+
+    def make_recipe(self) -> Recipe:
+        """The recipe's classes (on the CPU), rendered with the spec's ``instances``."""
+        return make_recipe(self.recipe, self.num_classes, self.seed, self.instances)
 
     def arch(self, num_classes: int | None = None) -> VitArch:
         classes = self.num_classes if num_classes is None else num_classes

@@ -138,3 +138,99 @@ def test_a_recipe_renders_on_the_device_its_generator_is_on():
     g = torch.Generator(device="cpu").manual_seed(0)
     images, labels = sample_batch(recipe, 8, 8, g)
     assert images.device.type == "cpu" and labels.device.type == "cpu"
+
+
+# sha256 (first 16 hex digits) of images and labels of `make_recipe(name, 10, 0)`, 8 images
+# at 16 px, data seed 3, as rendered before several instances per image existed: one instance
+# per image must keep rendering them bit for bit (the shipped roots' data stream).
+STREAM_BEFORE_INSTANCES = {
+    "fractal": "92e8acab5f8bd86c",
+    "fractal_ex": "7912dbce5dfbe487",
+    "contours": "db0d1230f6d85f9a",
+    "contours_ex": "c1cbdf973700e3c1",
+    "noise": "9f40dfd8fb8b9b3a",
+    MIX: "08d3e65a64a13601",
+}
+
+
+@pytest.mark.parametrize("name", [*RECIPES, MIX])
+def test_one_instance_per_image_renders_the_stream_of_before(name):
+    import hashlib
+
+    images, labels = sample_batch(
+        make_recipe(name, 10, 0, instances=1), 8, 16, torch.Generator().manual_seed(3)
+    )
+    digest = hashlib.sha256(images.numpy().tobytes() + labels.numpy().tobytes()).hexdigest()
+    assert digest[:16] == STREAM_BEFORE_INSTANCES[name]
+
+
+@pytest.mark.parametrize("name", ["fractal", "contours_ex", MIX])
+def test_several_instances_per_image_are_deterministic_and_other_images(name):
+    one = sample_batch(make_recipe(name, 10, 0), 64, 16, torch.Generator().manual_seed(4))
+    several = make_recipe(name, 10, 0, instances=3)
+    images, labels = sample_batch(several, 64, 16, torch.Generator().manual_seed(4))
+    again = sample_batch(several, 64, 16, torch.Generator().manual_seed(4))
+    assert torch.equal(images, again[0]) and torch.equal(labels, again[1])
+    assert images.shape == (64, 3, 16, 16) and images.min() >= -1 and images.max() <= 1
+    assert not torch.equal(images, one[0])
+    if "+" not in name:  # a plain recipe draws its labels first: those match
+        assert torch.equal(labels, one[1])
+    assert (images.flatten(1).std(dim=1) > 0.02).float().mean() > 0.9
+
+
+def test_noise_has_no_figure_so_it_ignores_instances():
+    one = sample_batch(make_recipe("noise", 10, 0), 16, 16, torch.Generator().manual_seed(2))
+    three = sample_batch(
+        make_recipe("noise", 10, 0, instances=3), 16, 16, torch.Generator().manual_seed(2)
+    )
+    assert torch.equal(one[0], three[0])
+
+
+def test_several_instances_spread_a_figure_over_more_of_the_image():
+    # Instances are shrunk and scattered, so an image shows more separate pieces (connected
+    # areas that differ from its background) on average than with one contour figure.
+    def pieces(instances):
+        recipe = make_recipe("contours", 20, 0, instances=instances)
+        g = torch.Generator().manual_seed(7)
+        labels = torch.randint(0, 20, (200,), generator=g)
+        kind, _, _, params = recipe.parts[0]
+        figures = generators._render(kind, params, labels, 32, g, None, instances)
+        lit = (figures - figures.flatten(2).median(dim=2).values[..., None, None]).abs().sum(1)
+        return torch.tensor([_count_blobs(img > 0.3) for img in lit]).float().mean()
+
+    assert pieces(3) > pieces(1) + 0.3
+
+
+def _count_blobs(mask: torch.Tensor) -> int:
+    """4-connected components of a boolean (S, S) mask (a small flood fill)."""
+    seen = torch.zeros_like(mask)
+    blobs = 0
+    size = mask.shape[0]
+    for y in range(size):
+        for x in range(size):
+            if mask[y, x] and not seen[y, x]:
+                blobs += 1
+                stack = [(y, x)]
+                seen[y, x] = True
+                while stack:
+                    cy, cx = stack.pop()
+                    for ny, nx in ((cy + 1, cx), (cy - 1, cx), (cy, cx + 1), (cy, cx - 1)):
+                        if 0 <= ny < size and 0 <= nx < size and mask[ny, nx] and not seen[ny, nx]:
+                            seen[ny, nx] = True
+                            stack.append((ny, nx))
+    return blobs
+
+
+def test_a_placed_figure_lands_shrunk_where_it_was_put():
+    figure = torch.zeros(1, 1, 16, 16)
+    figure[..., 4:12, 4:12] = 1.0  # a square in the middle, half the side
+    placed = generators._place(figure, torch.tensor([0.5]), torch.tensor([[0.5, -0.5]]))[0]
+    # Shrunk by half (a quarter of the side) and moved to x = +0.5 (right), y = -0.5 (top).
+    assert placed[:8, 8:].sum() > 0.95 * placed.sum()
+    assert float(placed.sum()) == pytest.approx(float(figure.sum()) / 4, rel=0.1)
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5])
+def test_instances_below_one_are_refused_naming_the_value(bad):
+    with pytest.raises(ValueError, match=f"instances {bad!r}"):
+        make_recipe("fractal", 10, 0, instances=bad)

@@ -25,6 +25,16 @@ def test_pretrain_writes_a_root_and_card_and_resumes(tmp_path, capsys):
     assert main(["pretrain", "--agent", "VitCpu", "--steps", "3", "--out", out, *TINY]) == 4
 
 
+def test_instances_per_image_reach_the_card_and_its_command(tmp_path, capsys):
+    out = str(tmp_path / "run")
+    args = ["pretrain", "--agent", "VitCpu", "--steps", "1", "--out", out, "--instances", "3"]
+    assert main([*args, *TINY]) == 0
+    card = json.loads((tmp_path / "run" / "card.json").read_text())
+    assert card["recipe"]["instances"] == 3 and "--instances 3" in card["command"]
+    assert main([*args[:-1], "0", *TINY]) == 2
+    assert "instances 0" in capsys.readouterr().err
+
+
 def test_pretrain_bad_input_is_exit_2(tmp_path, capsys):
     out = str(tmp_path / "x")
     assert main(["pretrain", "--agent", "MultiVitCpu", "--steps", "1", "--out", out]) == 2

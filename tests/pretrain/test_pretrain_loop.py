@@ -78,6 +78,35 @@ def test_a_work_dir_of_another_run_is_refused(tiny_spec, tmp_path):
         pretrain(other, tmp_path, steps=1, progress=False, eval_examples=16)
 
 
+def test_a_run_begun_before_a_spec_field_existed_resumes_with_its_default(tiny_spec, tmp_path):
+    kwargs = {"steps": 4, "checkpoint_every": 2, "progress": False, "eval_examples": 16}
+    straight = pretrain(tiny_spec, tmp_path / "a", **kwargs)
+    pretrain(tiny_spec, tmp_path / "b", stop_at=2, **kwargs)
+    # A state.json written before `instances` existed lacks it; the run had one per image.
+    state = tmp_path / "b" / "state.json"
+    meta = json.loads(state.read_text())
+    del meta["spec"]["instances"]
+    state.write_text(json.dumps(meta))
+    assert pretrain(tiny_spec, tmp_path / "b", **kwargs).card["sha256"] == straight.card["sha256"]
+    # Another value than the default is another spec.
+    other = type(tiny_spec)(**{**tiny_spec.__dict__, "instances": 2})
+    with pytest.raises(PretrainStateError, match="another spec"):
+        pretrain(other, tmp_path / "b", **kwargs)
+
+
+def test_several_instances_per_image_train_and_are_recorded(tiny_spec, tmp_path):
+    spec = type(tiny_spec)(**{**tiny_spec.__dict__, "instances": 3, "image_size": 16})
+    result = pretrain(spec, tmp_path, steps=2, progress=False, eval_examples=16)
+    assert result.card["recipe"]["instances"] == 3
+    # The run's batches are the recipe's with 3 instances, not those of one per image.
+    one = type(tiny_spec)(**{**spec.__dict__, "instances": 1})
+    assert not torch.equal(
+        batch_for_step(spec, spec.make_recipe(), 0)[0], batch_for_step(one, one.make_recipe(), 0)[0]
+    )
+    with pytest.raises(ValueError, match="instances 0"):
+        type(tiny_spec)(**{**tiny_spec.__dict__, "instances": 0}).validate()
+
+
 def test_a_minutes_budget_becomes_a_recorded_step_count(tiny_spec, tmp_path):
     result = pretrain(tiny_spec, tmp_path, minutes=0.001, progress=False, eval_examples=16)
     # The budget is spent by the timing probe itself: the run stops after it.

@@ -48,6 +48,13 @@ def classes_ex(num_classes: int, g: torch.Generator, harmonics: int = 12) -> dic
 
 def render(params: dict, labels: torch.Tensor, image_size: int, g: torch.Generator) -> torch.Tensor:
     """Images (B, 3, S, S) in [-1, 1] of the labelled classes' concentric contours."""
+    return colourise(density(params, labels, image_size, g), g)
+
+
+def density(
+    params: dict, labels: torch.Tensor, image_size: int, g: torch.Generator
+) -> torch.Tensor:
+    """Line intensities (B, S, S) in [0, 1] of the labelled classes' contours, uncoloured."""
     batch = labels.shape[0]
     device = g.device
     amps = params["amps"][labels][:, :, None, None]  # (B, K, 1, 1)
@@ -80,5 +87,4 @@ def render(params: dict, labels: torch.Tensor, image_size: int, g: torch.Generat
     distance = (level - level.round()).abs() * gap * image_size / 2
     inside = (level.round() >= 1) & (level.round() <= rings)
     # Lines about ``width`` pixels wide, anti-aliased.
-    lines = torch.where(inside, (width / 2 + 0.5 - distance).clamp(0, 1), torch.zeros_like(level))
-    return colourise(lines, g)
+    return torch.where(inside, (width / 2 + 0.5 - distance).clamp(0, 1), torch.zeros_like(level))

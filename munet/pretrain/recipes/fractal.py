@@ -114,6 +114,12 @@ def _chaos_game(params: dict, labels: torch.Tensor, image_size: int, g: torch.Ge
 def render(params: dict, labels: torch.Tensor, image_size: int, g: torch.Generator,
            points: int | None = None) -> torch.Tensor:  # fmt: skip
     """Images (B, 3, S, S) in [-1, 1] of the labelled classes' attractors."""
+    return colourise(density(params, labels, image_size, g, points), g)
+
+
+def density(params: dict, labels: torch.Tensor, image_size: int, g: torch.Generator,
+            points: int | None = None) -> torch.Tensor:  # fmt: skip
+    """Figure intensities (B, S, S) in [0, 1] of the labelled classes' attractors, uncoloured."""
     batch = labels.shape[0]
     device = g.device
     pts = _chaos_game(params, labels, image_size, g, points)  # (B, N, 2)
@@ -126,4 +132,4 @@ def render(params: dict, labels: torch.Tensor, image_size: int, g: torch.Generat
     flip = torch.where(torch.rand(batch, 1, 2, generator=g, device=device) < 0.5, -1.0, 1.0)
     shift = (torch.rand(batch, 1, 2, generator=g, device=device) * 2 - 1) * (1 - zoom)
     unit = (pts - centre) / half * zoom * flip + shift  # within [-1, 1]
-    return colourise(splat(unit, image_size), g)
+    return splat(unit, image_size)
