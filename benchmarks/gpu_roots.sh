@@ -36,7 +36,7 @@ MIX="fractal_ex+contours_ex+noise"
 
 if [ "${DRY:-0}" = "1" ]; then
   DEVICE="${DEVICE:-cpu}"
-  CANDIDATES="${CANDIDATES:-VitCpu:fractal:6:8:8 VitT3:fractal:6:32:4}"
+  CANDIDATES="${CANDIDATES:-VitCpu:fractal:6:8:8:2 VitT3:fractal:6:32:4}"
   MINUTES="${MINUTES:-0.15}"; MAX_SECONDS="${MAX_SECONDS:-15}"; LIMIT="${LIMIT:-60}"
   CKPT="${CKPT:-5}"; EXTRA=(--eval-examples 16)
 else
@@ -70,11 +70,14 @@ BUDGET=(--minutes "$MINUTES"); [ -n "${STEPS:-}" ] && BUDGET=(--steps "$STEPS")
 names=()
 pids=()
 for candidate in $CANDIDATES; do
-  IFS=: read -r preset recipe classes size batch <<< "$candidate"
+  # PRESET:RECIPE:CLASSES:SIZE:BATCH[:INSTANCES] (instances per image, up to; default 1)
+  IFS=: read -r preset recipe classes size batch instances <<< "$candidate"
+  instances="${instances:-1}"
   name="$preset-${recipe//+/_}-$classes-${size}px-b$batch"
+  [ "$instances" != 1 ] && name="$name-i$instances"
   dtype=float32; [ "$preset" = "VitT3" ] && dtype=float16  # VitT3 ships in float16 (< 4 MB)
   cmd=("$PYTHON" -m munet pretrain --agent "$preset" --recipe "$recipe" --classes "$classes"
-       --image-size "$size" --batch-size "$batch" ${LR:+--lr "$LR"} "${BUDGET[@]}"
+       --image-size "$size" --batch-size "$batch" --instances "$instances" ${LR:+--lr "$LR"} "${BUDGET[@]}"
        --max-seconds "$MAX_SECONDS" --checkpoint-every "$CKPT" --dtype "$dtype"
        --device "$DEVICE" --threads 2 --no-progress "${EXTRA[@]}" --out "$WORK/$name")
   printf '%s\n' "${cmd[*]}" >> "$OUT/commands.txt"

@@ -1,6 +1,7 @@
 """Which pretraining recipe, class count and image size make the best root? Chosen on validation.
 
-Each candidate ``RECIPE:CLASSES:SIZE`` (e.g. ``fractal_ex+contours_ex+noise:1000:24``) is
+Each candidate ``RECIPE:CLASSES:SIZE[:INSTANCES]`` (e.g. ``fractal_ex+contours_ex+noise:1000:24``,
+``fractal:100:24:3`` for up to 3 instances per image) is
 pretrained with ``munet pretrain``'s loop for the same short budget (``--steps``), then
 scored on every evaluation task (``digits``, ``synth/*`` and the 1k suite's ``1k/...`` where
 munet.tasks.suite exists) by a linear probe of the frozen root and a short fine-tune
@@ -53,12 +54,16 @@ DEFAULT_CANDIDATES = [
 ]
 
 
-def parse_candidate(text: str) -> tuple[str, int, int]:
-    """``RECIPE:CLASSES:SIZE`` -> (recipe, classes, size); raises SystemExit naming a bad one."""
+def parse_candidate(text: str) -> tuple[str, int, int, int]:
+    """``RECIPE:CLASSES:SIZE[:INSTANCES]`` -> (recipe, classes, size, instances); raises
+    SystemExit naming a bad one."""
     parts = text.split(":")
-    if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
-        raise SystemExit(f"candidate {text!r}: expected RECIPE:CLASSES:SIZE, e.g. {MIX}:1000:16")
-    return parts[0], int(parts[1]), int(parts[2])
+    if len(parts) not in (3, 4) or not all(part.isdigit() for part in parts[1:]):
+        raise SystemExit(
+            f"candidate {text!r}: expected RECIPE:CLASSES:SIZE[:INSTANCES], e.g. {MIX}:1000:16"
+        )
+    instances = int(parts[3]) if len(parts) == 4 else 1
+    return parts[0], int(parts[1]), int(parts[2]), instances
 
 
 def label_of(candidate: str) -> str:
@@ -107,12 +112,12 @@ def _threads(workers: int) -> int:
 def pretrain_job(job: dict) -> dict:
     """Pretrains one candidate (resuming what OUT holds); its card's figures."""
     torch.set_num_threads(job["threads"])
-    recipe, classes, size = parse_candidate(job["candidate"])
+    recipe, classes, size, instances = parse_candidate(job["candidate"])
     preset = get_preset(job["agent"])
     spec = PretrainSpec(
         preset=preset.name, model=preset.model,
         num_layers=int(preset.hparams_defaults["num_layers"]), image_size=size, recipe=recipe,
-        num_classes=classes, batch_size=job["batch_size"],
+        num_classes=classes, batch_size=job["batch_size"], instances=instances,
     ).validate()  # fmt: skip
     precision = "bf16" if job["device"].startswith("cuda") else "fp32"
     budget = {"minutes": job["minutes"]} if job["minutes"] else {"steps": job["steps"]}
@@ -152,8 +157,9 @@ def run_pool(function, jobs: list[dict], workers: int):
 
 
 def command_for(args: argparse.Namespace, candidate: str) -> str:
-    recipe, classes, size = parse_candidate(candidate)
+    recipe, classes, size, instances = parse_candidate(candidate)
     return (f"munet pretrain --agent {args.agent} --recipe {recipe} --classes {classes} "
+            f"{f'--instances {instances} ' if instances > 1 else ''}"
             f"--image-size {size} --batch-size {args.batch_size} "
             f"{f'--minutes {args.minutes}' if args.minutes else f'--steps {args.steps}'} "
             f"--out {os.path.join(args.out, label_of(candidate))}")  # fmt: skip
@@ -226,8 +232,8 @@ def main(argv: list[str] | None = None) -> dict:
     result = {
         "settings": {k: v for k, v in vars(args).items() if k != "quick"},
         "pretrained": pretrained, "figures": figures, "rows": rows, "chosen": chosen,
-        "chosen_recipe": dict(zip(("recipe", "classes", "image_size"), parse_candidate(chosen),
-                                  strict=True)),
+        "chosen_recipe": dict(zip(("recipe", "classes", "image_size", "instances"),
+                                  parse_candidate(chosen), strict=True)),
         "wall_s": round(time.perf_counter() - start, 1),
     }  # fmt: skip
     with open(os.path.join(args.out, "choice.json"), "w") as handle:

@@ -83,6 +83,14 @@ def test_recipe_choice_scores_candidates_on_validation_and_names_one(
     assert "test" not in reads and "validation" in reads
 
 
+def test_a_recipe_candidate_may_name_instances_per_image():
+    parse = load_script("root_recipe_choice").parse_candidate
+    assert parse("fractal:100:24") == ("fractal", 100, 24, 1)
+    assert parse("fractal:100:24:3") == ("fractal", 100, 24, 3)
+    with pytest.raises(SystemExit, match="RECIPE:CLASSES:SIZE"):
+        parse("fractal:100:24:x")
+
+
 def test_root_compare_prints_the_probe_delta_and_stores_it_in_the_card(
     tmp_path, capsys, tiny_spec, restore_threads
 ):
@@ -122,7 +130,8 @@ def test_gpu_roots_dry_run_leaves_candidate_roots_cards_and_a_log(tmp_path):
     subprocess.run(["bash", str(BENCHMARKS / "gpu_roots.sh")], env=env, check=True,
                    capture_output=True, timeout=400)  # fmt: skip
     log = (tmp_path / "log.txt").read_text()
-    candidates = {"VitCpu": "VitCpu-fractal-6-8px-b8", "VitT3": "VitT3-fractal-6-32px-b4"}
+    # The VitCpu candidate names up to 2 instances per image (PRESET:...:BATCH:INSTANCES).
+    candidates = {"VitCpu": "VitCpu-fractal-6-8px-b8-i2", "VitT3": "VitT3-fractal-6-32px-b4"}
     for name in candidates.values():
         assert f"{name}: exit 0; pretrained" in log
     with tarfile.open(tmp_path / "roots.tar.gz") as tar:
@@ -132,6 +141,7 @@ def test_gpu_roots_dry_run_leaves_candidate_roots_cards_and_a_log(tmp_path):
             card = json.loads(tar.extractfile(f"./{name}/card.json").read())
             assert card["preset"] == agent and card["steps"] > 0 and card["device"] == "cpu"
             assert card["command"].startswith(f"munet pretrain --agent {agent}")
+            assert card["recipe"]["instances"] == (2 if agent == "VitCpu" else 1)
         # The resumable states stay behind: only roots, cards and logs come back.
         assert not any("state-" in n for n in names)
     assert card["dtype"] == "float16"  # VitT3 ships in float16
