@@ -14,10 +14,10 @@ drawn from a seed; images are vectorised over the batch, on any torch device):
 
 **Several instances per image** (``instances`` K > 1, the multi-instance images of the
 formula-driven detection work): an image of a figure recipe (fractal, contours) shows 1 to K
-instances of its class, each drawn anew (its own zoom, shift, flip or rotation), shrunk by
-about 1/sqrt(count) and placed at random, overlapping where they meet, in one colour. The
-count is uniform in 1..K per image. ``noise`` has no figure, so it ignores K. K = 1 renders
-exactly as before (bit for bit).
+instances of its class, each drawn anew (its own zoom, shift, flip or rotation), shrunk by a
+factor in [0.7, 1] / sqrt(count) and placed at random, overlapping where they meet, in one
+colour. The count is uniform in 1..K per image. ``noise`` has no figure, so it ignores K.
+K = 1 renders exactly as before (bit for bit).
 
 A *mix* joins recipes with ``+`` (``fractal_ex+contours_ex+noise``): the classes are split
 among them (the first ones take the remainder), class ``i`` of the mix is a class of one
