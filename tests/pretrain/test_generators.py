@@ -155,13 +155,33 @@ STREAM_BEFORE_INSTANCES = {
 }
 
 
+# The same, with up to 3 instances per image, as rendered when the first 3-instance roots were
+# made (2026-11-28), before the chaos game was rewritten for speed: the rewrite must render
+# them bit for bit.
+STREAM_OF_THREE_INSTANCES = {
+    "fractal": "eb784cf2ad8a8aa4",
+    "fractal_ex": "69b7b2d7721526f4",
+    "contours": "8677b039ca0b23a0",
+    "contours_ex": "3ae315ae9d09b8f9",
+    MIX: "53182d70a05c8b1d",
+}
+
+
+def _stream_digest(name: str, instances: int) -> str:
+    images, labels = sample_batch(
+        make_recipe(name, 10, 0, instances=instances), 8, 16, torch.Generator().manual_seed(3)
+    )
+    return hashlib.sha256(images.numpy().tobytes() + labels.numpy().tobytes()).hexdigest()[:16]
+
+
 @pytest.mark.parametrize("name", [*RECIPES, MIX])
 def test_one_instance_per_image_renders_the_stream_of_before(name):
-    images, labels = sample_batch(
-        make_recipe(name, 10, 0, instances=1), 8, 16, torch.Generator().manual_seed(3)
-    )
-    digest = hashlib.sha256(images.numpy().tobytes() + labels.numpy().tobytes()).hexdigest()
-    assert digest[:16] == STREAM_BEFORE_INSTANCES[name]
+    assert _stream_digest(name, 1) == STREAM_BEFORE_INSTANCES[name]
+
+
+@pytest.mark.parametrize("name", sorted(STREAM_OF_THREE_INSTANCES))
+def test_three_instances_per_image_render_the_stream_of_the_first_such_roots(name):
+    assert _stream_digest(name, 3) == STREAM_OF_THREE_INSTANCES[name]
 
 
 @pytest.mark.parametrize("name", ["fractal", "contours_ex", MIX])

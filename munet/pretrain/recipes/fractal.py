@@ -58,57 +58,74 @@ def classes_ex(num_classes: int, g: torch.Generator) -> dict:
     return params
 
 
-def _vary(xy: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    """Blend of the four radius-non-increasing variations; xy (B, P, 2), weights (B, P, 4)."""
-    x, y = xy[..., 0], xy[..., 1]
+def _vary(
+    x: torch.Tensor, y: torch.Tensor, weights: list[torch.Tensor]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Blend of the four radius-non-increasing variations; x, y and the four weights (B, P)."""
     r2 = x * x + y * y
     r = torch.sqrt(r2).clamp_min(1e-6)
     sin_r2, cos_r2 = torch.sin(r2), torch.cos(r2)
     out_x = (
-        weights[..., 0] * x
-        + weights[..., 1] * torch.sin(x)
-        + weights[..., 2] * (x * sin_r2 - y * cos_r2)
-        + weights[..., 3] * (x - y) * (x + y) / r
+        weights[0] * x
+        + weights[1] * torch.sin(x)
+        + weights[2] * (x * sin_r2 - y * cos_r2)
+        + weights[3] * (x - y) * (x + y) / r
     )
     out_y = (
-        weights[..., 0] * y
-        + weights[..., 1] * torch.sin(y)
-        + weights[..., 2] * (x * cos_r2 + y * sin_r2)
-        + weights[..., 3] * 2 * x * y / r
+        weights[0] * y
+        + weights[1] * torch.sin(y)
+        + weights[2] * (x * cos_r2 + y * sin_r2)
+        + weights[3] * 2 * x * y / r
     )
-    return torch.stack([out_x, out_y], dim=-1)
+    return out_x, out_y
+
+
+def _columns(table: torch.Tensor) -> list[torch.Tensor]:
+    """Per-class-map numbers (B, M, K) as K flat, dense columns (B * M,)."""
+    return [table[..., k].reshape(-1).contiguous() for k in range(table.shape[-1])]
+
+
+def _pick(columns: list[torch.Tensor], rows: torch.Tensor) -> list[torch.Tensor]:
+    """Each point's chosen map's numbers: ``rows`` (B, P) index the columns' B * M entries."""
+    flat = rows.reshape(-1)
+    return [column.index_select(0, flat).view_as(rows) for column in columns]
 
 
 def _chaos_game(params: dict, labels: torch.Tensor, image_size: int, g: torch.Generator,
-                points: int | None) -> torch.Tensor:  # fmt: skip
-    """The attractor points (B, N, 2) of the labelled classes."""
+                points: int | None) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """The attractor points of the labelled classes: x and y, (B, N) each."""
     batch = labels.shape[0]
     device = g.device
     chains = points or max(32, image_size * image_size // 2)
     maps = params["maps"][labels].reshape(batch, -1, 6)  # (B, M, 6): a b tx c d ty
-    cumulative = params["probs"][labels].cumsum(dim=1)  # (B, M)
-    variations = params["variations"][labels] if "variations" in params else None  # (B, M, V)
+    cumulative = params["probs"][labels].cumsum(dim=1)  # (B, M), non-decreasing
     last = maps.shape[1] - 1
+    # Each number of the maps as its own dense column, indexed by (image, map): the points'
+    # arithmetic below then runs on dense (B, P) tensors (it is most of a batch's rendering).
+    map_columns = _columns(maps)
+    variations = params.get("variations")
+    weight_columns = _columns(variations[labels]) if variations is not None else None
+    first_row = torch.arange(batch, device=device)[:, None] * (last + 1)  # (B, 1)
     xy = torch.rand(batch, chains, 2, generator=g, device=device) * 2 - 1
-    drawn = []
+    x, y = xy[..., 0], xy[..., 1]
+    drawn_x, drawn_y = [], []
     for step in range(_BURN_IN + _DRAWN):
-        # Inverse-CDF draw of one map per point (cheaper than torch.multinomial per row).
-        u = torch.rand(batch, chains, 1, generator=g, device=device)
-        choice = (u > cumulative[:, None, :]).sum(dim=-1).clamp_max(last)  # (B, P)
-        m = torch.gather(maps, 1, choice[..., None].expand(-1, -1, 6))  # (B, P, 6)
-        x, y = xy[..., 0], xy[..., 1]
-        xy = torch.stack(
-            [m[..., 0] * x + m[..., 1] * y + m[..., 2], m[..., 3] * x + m[..., 4] * y + m[..., 5]],
-            dim=-1,
-        )
-        if variations is not None:
-            weights = torch.gather(
-                variations, 1, choice[..., None].expand(-1, -1, variations.shape[-1])
-            )
-            xy = _vary(xy, weights)
+        # Inverse-CDF draw of one map per point: the number of cumulative probabilities
+        # below u, counted one map at a time (M <= 8 dense compares beat torch.multinomial
+        # per row and torch.searchsorted on a CPU).
+        u = torch.rand(batch, chains, generator=g, device=device)
+        choice = torch.zeros(batch, chains, dtype=torch.long, device=device)
+        for index in range(last + 1):
+            choice += u > cumulative[:, index : index + 1]
+        rows = choice.clamp_max(last) + first_row  # (B, P)
+        a, b, tx, c, d, ty = _pick(map_columns, rows)
+        x, y = a * x + b * y + tx, c * x + d * y + ty
+        if weight_columns is not None:
+            x, y = _vary(x, y, _pick(weight_columns, rows))
         if step >= _BURN_IN:
-            drawn.append(xy)
-    return torch.cat(drawn, dim=1)
+            drawn_x.append(x)
+            drawn_y.append(y)
+    return torch.cat(drawn_x, dim=1), torch.cat(drawn_y, dim=1)
 
 
 def render(params: dict, labels: torch.Tensor, image_size: int, g: torch.Generator,
@@ -122,10 +139,12 @@ def density(params: dict, labels: torch.Tensor, image_size: int, g: torch.Genera
     """Figure intensities (B, S, S) in [0, 1] of the labelled classes' attractors, uncoloured."""
     batch = labels.shape[0]
     device = g.device
-    pts = _chaos_game(params, labels, image_size, g, points)  # (B, N, 2)
+    x, y = _chaos_game(params, labels, image_size, g, points)  # (B, N) each
+    pts = torch.stack([x, y], dim=-1)  # (B, N, 2)
     # Fit each attractor's bounding box into the image, then a random zoom, shift and flip.
-    low = pts.amin(dim=1, keepdim=True)
-    high = pts.amax(dim=1, keepdim=True)
+    # (Reduced along the dense x and y rows: much faster than along pts' middle axis.)
+    low = torch.stack([x.amin(dim=1), y.amin(dim=1)], dim=-1)[:, None]
+    high = torch.stack([x.amax(dim=1), y.amax(dim=1)], dim=-1)[:, None]
     centre = (low + high) / 2
     half = ((high - low) / 2).amax(dim=-1, keepdim=True).clamp_min(1e-4)
     zoom = 0.6 + 0.35 * torch.rand(batch, 1, 1, generator=g, device=device)
