@@ -123,6 +123,16 @@ def test_pretrain_throughput_prints_a_ratio_and_the_generator_share(capsys, rest
     assert figures["other_precision"]["plain"] > 0
 
 
+def test_render_speed_renders_the_same_images_as_a_git_revision(capsys):
+    # HEAD's renderer against this tree's: whatever a change does to the recipes' speed, it
+    # must keep their images (the roots' data stream) bit for bit.
+    figures = load_script("render_speed").main(["--against", "HEAD", "--quick", "--instances", "3"])
+    assert figures["identical"] and figures["ratio"] > 0
+    assert "images identical: yes" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="no-such-revision"):
+        load_script("render_speed").main(["--against", "no-such-revision", "--quick"])
+
+
 @pytest.mark.slow
 def test_gpu_roots_dry_run_leaves_candidate_roots_cards_and_a_log(tmp_path):
     env = {**os.environ, "DRY": "1", "OUT": str(tmp_path), "PYTHON": sys.executable,
