@@ -41,6 +41,7 @@ from munet.models.vit import VisionTransformer
 from munet.pretrain.card import CARD_FILE, ROOT_DTYPES, ROOT_FILE, make_card, write_root
 from munet.pretrain.render import batch_source, resolve_render
 from munet.pretrain.spec import (
+    HeldOut,
     PretrainSpec,
     batch_for_step,
     evaluate,
@@ -54,6 +55,7 @@ log = logging.getLogger("munet.pretrain")
 
 __all__ = [
     "CARD_FILE",
+    "HeldOut",
     "ROOT_DTYPES",
     "ROOT_FILE",
     "PretrainLockedError",
@@ -245,6 +247,8 @@ def _run(
         return _write_root(work, model, spec, meta, root_dtype, command)
     interval = _clamped_interval(checkpoint_every, meta["total_steps"])
 
+    # Every session ends at a checkpoint, which scores these.
+    held_out = HeldOut(spec, recipe, torch_device, eval_examples)
     threads = torch.get_num_threads()
     bar = None
     if progress and meta["total_steps"] is not None:
@@ -300,7 +304,7 @@ def _run(
                     )
                 stopping = True
             if meta["step"] % interval == 0 or done or stopping:
-                accuracy = evaluate(model, spec, recipe, torch_device, eval_examples)
+                accuracy = evaluate(model, held_out)
                 meta["history"].append(
                     {
                         "step": meta["step"],

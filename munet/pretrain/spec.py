@@ -116,21 +116,48 @@ def new_optimizer(model: torch.nn.Module, spec: PretrainSpec) -> torch.optim.Ada
     return torch.optim.AdamW(groups, lr=spec.lr, betas=(0.9, 0.999))
 
 
+# Held-out sets up to this size are rendered once and kept; larger ones (a big model's image
+# size on a GPU) are rendered again at each checkpoint.
+HELD_OUT_CACHE_BYTES = 256 * 2**20
+HELD_OUT_CHUNK = 256
+
+
+class HeldOut:
+    """The ``n`` held-out images of a run: their own random stream, the same every call.
+
+    Rendered once and kept when they fit ``HELD_OUT_CACHE_BYTES``: re-rendering them at every
+    checkpoint cost a several-instance recipe about a fifth of its training speed at short
+    checkpoint intervals (benchmarks/pretrain_throughput.py). Kept or not, the chunks are the
+    same tensors, so the accuracy is too.
+    """
+
+    def __init__(self, spec: PretrainSpec, recipe: Recipe, device: torch.device, n: int = 1024):
+        self._spec, self._recipe, self._device, self.n = spec, recipe.to(device), device, n
+        size = n * 3 * spec.image_size**2 * 4
+        self._kept = list(self._render()) if size <= HELD_OUT_CACHE_BYTES else None
+
+    def chunks(self):
+        """``(images, labels)`` chunks of at most ``HELD_OUT_CHUNK`` images, in order."""
+        return iter(self._kept) if self._kept is not None else self._render()
+
+    @torch.no_grad()
+    def _render(self):
+        seed = _step_seed(self._spec.seed, 0, "validation")
+        g = torch.Generator(device=self._device).manual_seed(seed)
+        for start in range(0, self.n, HELD_OUT_CHUNK):
+            count = min(HELD_OUT_CHUNK, self.n - start)
+            yield sample_batch(self._recipe, count, self._spec.image_size, g)
+
+
 @torch.no_grad()
-def evaluate(
-    model: torch.nn.Module, spec: PretrainSpec, recipe: Recipe, device: torch.device, n: int = 1024
-) -> float:
-    """Accuracy on ``n`` held-out images (their own random stream, the same every call)."""
+def evaluate(model: torch.nn.Module, held_out: HeldOut) -> float:
+    """Accuracy of ``model`` on the held-out images."""
     model.eval()
-    recipe = recipe.to(device)
-    g = torch.Generator(device=device).manual_seed(_step_seed(spec.seed, 0, "validation"))
     correct = 0
-    for start in range(0, n, 256):
-        images, labels = sample_batch(recipe, min(256, n - start), spec.image_size, g)
-        logits = model(images)
-        correct += int((logits.argmax(dim=1) == labels).sum())
+    for images, labels in held_out.chunks():
+        correct += int((model(images).argmax(dim=1) == labels).sum())
     model.train()
-    return correct / n
+    return correct / held_out.n
 
 
 # ----------------------------------------------------------------------------- the run

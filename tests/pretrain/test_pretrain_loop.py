@@ -156,3 +156,29 @@ def test_bf16_autocast_and_a_time_limit_leave_a_usable_checkpoint(tiny_spec, tmp
     assert all(t.dtype == torch.float32 and torch.isfinite(t).all() for t in tensors.values())
     with pytest.raises(ValueError, match="'fp16'"):
         pretrain(tiny_spec, tmp_path / "x", steps=1, progress=False, precision="fp16")
+
+
+def test_the_held_out_set_is_the_same_kept_or_rendered_again(tiny_spec, monkeypatch):
+    from munet.pretrain import spec as spec_module
+    from munet.pretrain.spec import HeldOut, evaluate, new_model
+
+    recipe = tiny_spec.make_recipe()
+    device = torch.device("cpu")
+    kept = HeldOut(tiny_spec, recipe, device, n=300)  # two chunks, the second short
+    monkeypatch.setattr(spec_module, "HELD_OUT_CACHE_BYTES", 0)
+    rendered = HeldOut(tiny_spec, recipe, device, n=300)
+    assert kept._kept is not None and rendered._kept is None
+    for held_out in (kept, rendered):  # the same images every call
+        chunks = list(held_out.chunks())
+        assert [len(labels) for _, labels in chunks] == [256, 44]
+        again = list(held_out.chunks())
+        for (a, la), (b, lb) in zip(chunks, again, strict=True):
+            assert torch.equal(a, b) and torch.equal(la, lb)
+    for (a, la), (b, lb) in zip(kept.chunks(), rendered.chunks(), strict=True):
+        assert torch.equal(a, b) and torch.equal(la, lb)
+    # Not the training stream: the held-out images are their own.
+    assert not torch.equal(next(kept.chunks())[0][:4], batch_for_step(tiny_spec, recipe, 0)[0][:4])
+    model = new_model(tiny_spec)
+    accuracy = evaluate(model, kept)
+    assert accuracy == evaluate(model, rendered) and 0.0 <= accuracy <= 1.0
+    assert model.training  # left in training mode
