@@ -49,6 +49,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="up to this many instances of the class per image, 1..K at random (fractal and "
         "contour recipes; 1: one figure, the default)",
     )
+    parser.add_argument(
+        "--thumbnail",
+        type=int,
+        default=0,
+        help="also regress a SIDE x SIDE colour thumbnail of each image from the class token, "
+        "so the features keep colour and layout (0: off, the default; docs/pretrain.md)",
+    )
     parser.add_argument("--batch-size", type=int, default=128, help="batch size (128)")
     parser.add_argument("--lr", type=float, default=1e-3, help="AdamW peak learning rate")
     parser.add_argument(
@@ -103,6 +110,7 @@ _RECORDED = (
     ("--recipe", "recipe", "fractal"),
     ("--classes", "classes", 100),
     ("--instances", "instances", 1),
+    ("--thumbnail", "thumbnail", 0),
     ("--batch-size", "batch_size", 128),
     ("--lr", "lr", 1e-3),
     ("--image-size", "image_size", None),
@@ -162,6 +170,7 @@ def _pretrain(args: argparse.Namespace) -> int:
             recipe=args.recipe,
             num_classes=args.classes,
             instances=args.instances,
+            thumbnail=args.thumbnail,
             batch_size=args.batch_size,
             lr=args.lr,
             seed=args.seed,

@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from munet.models.vit import VisionTransformer
 from munet.pretrain.card import CARD_FILE, ROOT_DTYPES, ROOT_FILE, make_card, write_root
@@ -48,6 +47,7 @@ from munet.pretrain.spec import (
     lr_at,
     new_model,
     new_optimizer,
+    pretrain_loss,
 )
 from munet.pretrain.workdir import PretrainLockedError, WorkDirLock, load_state, save_state
 
@@ -335,12 +335,10 @@ def _train_step(
     labels: torch.Tensor, spec: PretrainSpec, precision: str, device: torch.device,
 ) -> torch.Tensor:  # fmt: skip
     """One AdamW step; the loss (detached, on the device)."""
+    images = images.to(device, non_blocking=True)
     with _autocast(precision, device):
-        logits = model(images.to(device, non_blocking=True))
-        loss = F.cross_entropy(
-            logits.float(), labels.to(device, non_blocking=True),
-            label_smoothing=spec.label_smoothing,
-        )  # fmt: skip
+        logits = model(images)
+        loss = pretrain_loss(logits, images, labels.to(device, non_blocking=True), spec)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

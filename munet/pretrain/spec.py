@@ -33,6 +33,11 @@ class PretrainSpec:
     seed: int = 0
     # At most this many instances of the class per image (figure recipes; 1 = one figure).
     instances: int = 1
+    # Side of a colour thumbnail (the image average-pooled to side x side x 3) that the model
+    # also regresses from its class token, beside the class; 0 = the class alone. A task that
+    # only asks for the formula lets the features drop what it does not need (colour, where
+    # things are); the thumbnail asks the class token to keep a coarse picture of the image.
+    thumbnail: int = 0
 
     def validate(self) -> PretrainSpec:
         """Raises ValueError naming the first bad field."""
@@ -40,6 +45,11 @@ class PretrainSpec:
         for name in ("num_layers", "image_size", "num_classes", "batch_size", "instances"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} {getattr(self, name)!r}: expected a positive integer")
+        if not 0 <= self.thumbnail <= self.image_size:
+            raise ValueError(
+                f"thumbnail {self.thumbnail!r}: expected 0 (off) or a side of 1 to the image "
+                f"size {self.image_size}"
+            )
         if self.num_classes < 2 * len(recipe_kinds(self.recipe)):
             raise ValueError(
                 f"num_classes {self.num_classes!r}: expected at least 2 per recipe of "
@@ -62,9 +72,38 @@ class PretrainSpec:
         """The recipe's classes (on the CPU), rendered with the spec's ``instances``."""
         return make_recipe(self.recipe, self.num_classes, self.seed, self.instances)
 
+    @property
+    def outputs(self) -> int:
+        """The pretraining head's width: the class logits, then the thumbnail's values."""
+        return self.num_classes + 3 * self.thumbnail**2
+
     def arch(self, num_classes: int | None = None) -> VitArch:
-        classes = self.num_classes if num_classes is None else num_classes
+        classes = self.outputs if num_classes is None else num_classes
         return VitArch.from_size(self.model, num_layers=self.num_layers, num_classes=classes)
+
+
+# The thumbnail's mean squared error is added to the cross-entropy with this weight.
+THUMBNAIL_WEIGHT = 1.0
+
+
+def thumbnail_target(images: torch.Tensor, side: int) -> torch.Tensor:
+    """The images (B, 3, S, S) average-pooled to (B, 3 * side * side), the values the head's
+    thumbnail outputs regress."""
+    return torch.nn.functional.adaptive_avg_pool2d(images, side).flatten(1)
+
+
+def pretrain_loss(
+    logits: torch.Tensor, images: torch.Tensor, labels: torch.Tensor, spec: PretrainSpec
+) -> torch.Tensor:
+    """Cross-entropy on the class logits, plus the thumbnail's weighted error when on."""
+    loss = torch.nn.functional.cross_entropy(
+        logits[:, : spec.num_classes].float(), labels, label_smoothing=spec.label_smoothing
+    )
+    if spec.thumbnail:
+        target = thumbnail_target(images, spec.thumbnail)
+        error = torch.nn.functional.mse_loss(logits[:, spec.num_classes :].float(), target)
+        loss = loss + THUMBNAIL_WEIGHT * error
+    return loss
 
 
 def _step_seed(seed: int, step: int, stream: str = "train") -> int:
@@ -133,6 +172,7 @@ class HeldOut:
 
     def __init__(self, spec: PretrainSpec, recipe: Recipe, device: torch.device, n: int = 1024):
         self._spec, self._recipe, self._device, self.n = spec, recipe.to(device), device, n
+        self.num_classes = spec.num_classes
         size = n * 3 * spec.image_size**2 * 4
         self._kept = list(self._render()) if size <= HELD_OUT_CACHE_BYTES else None
 
@@ -151,11 +191,13 @@ class HeldOut:
 
 @torch.no_grad()
 def evaluate(model: torch.nn.Module, held_out: HeldOut) -> float:
-    """Accuracy of ``model`` on the held-out images."""
+    """Accuracy of ``model`` on the held-out images (its class logits; a thumbnail's outputs
+    follow them)."""
     model.eval()
     correct = 0
     for images, labels in held_out.chunks():
-        correct += int((model(images).argmax(dim=1) == labels).sum())
+        logits = model(images)[:, : held_out.num_classes]
+        correct += int((logits.argmax(dim=1) == labels).sum())
     model.train()
     return correct / held_out.n
 

@@ -35,6 +35,16 @@ def test_instances_per_image_reach_the_card_and_its_command(tmp_path, capsys):
     assert "instances 0" in capsys.readouterr().err
 
 
+def test_a_thumbnail_reaches_the_card_and_its_command(tmp_path, capsys):
+    out = str(tmp_path / "run")
+    args = ["pretrain", "--agent", "VitCpu", "--steps", "1", "--out", out, "--thumbnail", "2"]
+    assert main([*args, *TINY]) == 0
+    card = json.loads((tmp_path / "run" / "card.json").read_text())
+    assert card["recipe"]["thumbnail"] == 2 and "--thumbnail 2" in card["command"]
+    assert main([*args[:-1], "9", *TINY]) == 2  # larger than the 8 px image
+    assert "thumbnail 9" in capsys.readouterr().err
+
+
 def test_pretrain_bad_input_is_exit_2(tmp_path, capsys):
     out = str(tmp_path / "x")
     assert main(["pretrain", "--agent", "MultiVitCpu", "--steps", "1", "--out", out]) == 2

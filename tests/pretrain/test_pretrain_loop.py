@@ -2,6 +2,7 @@ import json
 
 import pytest
 import torch
+import torch.nn.functional as F
 from safetensors.torch import load_file
 
 from munet.models import VitArch, load_checkpoint
@@ -14,6 +15,7 @@ from munet.pretrain.loop import (
     pretrain,
 )
 from munet.pretrain.roots import sha256_file
+from munet.pretrain.spec import new_model, new_optimizer, pretrain_loss, thumbnail_target
 
 
 def test_a_resumed_run_ends_with_the_same_weights_as_a_straight_one(tiny_spec, tmp_path):
@@ -105,6 +107,55 @@ def test_several_instances_per_image_train_and_are_recorded(tiny_spec, tmp_path)
     )
     with pytest.raises(ValueError, match="instances 0"):
         type(tiny_spec)(**{**tiny_spec.__dict__, "instances": 0}).validate()
+
+
+def test_the_thumbnail_loss_adds_the_pooled_images_error_to_the_class_loss(tiny_spec):
+    spec = type(tiny_spec)(**{**tiny_spec.__dict__, "thumbnail": 2})
+    assert spec.outputs == 5 + 12 and spec.arch().num_classes == 17
+    images = torch.rand(4, 3, 8, 8) * 2 - 1
+    labels = torch.tensor([0, 1, 4, 2])
+    logits = torch.randn(4, 17)
+    # Each thumbnail value is the mean of one 4 x 4 quarter of one channel.
+    target = images.unfold(2, 4, 4).unfold(3, 4, 4).mean(dim=(-1, -2)).flatten(1)
+    assert torch.allclose(thumbnail_target(images, 2), target)
+    expected = F.cross_entropy(logits[:, :5], labels, label_smoothing=0.1) + F.mse_loss(
+        logits[:, 5:], target
+    )
+    assert torch.allclose(pretrain_loss(logits, images, labels, spec), expected)
+    # Off (the default), the loss is the class loss alone, as before the option existed.
+    assert torch.equal(
+        pretrain_loss(logits[:, :5], images, labels, tiny_spec),
+        F.cross_entropy(logits[:, :5], labels, label_smoothing=0.1),
+    )
+    for side in (-1, 9):
+        with pytest.raises(ValueError, match=f"thumbnail {side}"):
+            type(tiny_spec)(**{**tiny_spec.__dict__, "thumbnail": side}).validate()
+
+
+def test_a_thumbnail_run_learns_the_thumbnail_and_ships_a_headless_root(tiny_spec, tmp_path):
+    spec = type(tiny_spec)(**{**tiny_spec.__dict__, "thumbnail": 2, "lr": 3e-3})
+    recipe = spec.make_recipe()
+    probe_images = torch.cat([batch_for_step(spec, recipe, 10_000 + i)[0] for i in range(4)])
+
+    def thumbnail_error(model):
+        with torch.no_grad():
+            outputs = model(probe_images)[:, spec.num_classes :]
+        return float(F.mse_loss(outputs, thumbnail_target(probe_images, 2)))
+
+    model, optimizer = new_model(spec), None
+    before = thumbnail_error(model)
+    optimizer = new_optimizer(model, spec)
+    for step in range(20):
+        images, labels = batch_for_step(spec, recipe, step)
+        loss = pretrain_loss(model(images), images, labels, spec)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert thumbnail_error(model) < 0.5 * before
+    # Through the loop: a root without the head, the option on the card, accuracy on classes.
+    result = pretrain(spec, tmp_path, steps=2, progress=False, eval_examples=16)
+    assert not any(k.startswith("head.") for k in load_file(str(result.root_file)))
+    assert result.card["recipe"]["thumbnail"] == 2 and 0 <= result.card["val_accuracy"] <= 1
 
 
 def test_a_minutes_budget_becomes_a_recorded_step_count(tiny_spec, tmp_path):
