@@ -25,24 +25,23 @@ def test_pretrain_writes_a_root_and_card_and_resumes(tmp_path, capsys):
     assert main(["pretrain", "--agent", "VitCpu", "--steps", "3", "--out", out, *TINY]) == 4
 
 
-def test_instances_per_image_reach_the_card_and_its_command(tmp_path, capsys):
+@pytest.mark.parametrize(
+    "flag, field, good, bad, error",
+    [
+        ("--instances", "instances", "3", "0", "instances 0"),
+        ("--thumbnail", "thumbnail", "2", "9", "thumbnail 9"),  # 9: larger than the 8 px image
+    ],
+)
+def test_a_weight_deciding_option_reaches_the_card_and_its_command(
+    tmp_path, capsys, flag, field, good, bad, error
+):
     out = str(tmp_path / "run")
-    args = ["pretrain", "--agent", "VitCpu", "--steps", "1", "--out", out, "--instances", "3"]
-    assert main([*args, *TINY]) == 0
+    args = ["pretrain", "--agent", "VitCpu", "--steps", "1", "--out", out, flag]
+    assert main([*args, good, *TINY]) == 0
     card = json.loads((tmp_path / "run" / "card.json").read_text())
-    assert card["recipe"]["instances"] == 3 and "--instances 3" in card["command"]
-    assert main([*args[:-1], "0", *TINY]) == 2
-    assert "instances 0" in capsys.readouterr().err
-
-
-def test_a_thumbnail_reaches_the_card_and_its_command(tmp_path, capsys):
-    out = str(tmp_path / "run")
-    args = ["pretrain", "--agent", "VitCpu", "--steps", "1", "--out", out, "--thumbnail", "2"]
-    assert main([*args, *TINY]) == 0
-    card = json.loads((tmp_path / "run" / "card.json").read_text())
-    assert card["recipe"]["thumbnail"] == 2 and "--thumbnail 2" in card["command"]
-    assert main([*args[:-1], "9", *TINY]) == 2  # larger than the 8 px image
-    assert "thumbnail 9" in capsys.readouterr().err
+    assert card["recipe"][field] == int(good) and f"{flag} {good}" in card["command"]
+    assert main([*args, bad, *TINY]) == 2
+    assert error in capsys.readouterr().err
 
 
 def test_pretrain_bad_input_is_exit_2(tmp_path, capsys):
