@@ -38,8 +38,9 @@ MIX="fractal_ex+contours_ex+noise"
 if [ "${DRY:-0}" = "1" ]; then
   DEVICE="${DEVICE:-cpu}"
   CANDIDATES="${CANDIDATES:-VitCpu:fractal:6:8:8:2 VitT3:fractal:6:32:4}"
-  # LIMIT only bounds a hang: --max-seconds ends each run. A 60 s limit killed both healthy
-  # runs on a 2-core machine loaded by two pretrainings and a test run (2026-11-28).
+  # LIMIT only bounds a hang: --max-seconds ends each run. On a 2-core machine loaded by two
+  # pretrainings and a test run (2026-11-28), both runs failed under a 60 s limit and passed
+  # under 180 s.
   MINUTES="${MINUTES:-0.15}"; MAX_SECONDS="${MAX_SECONDS:-15}"; LIMIT="${LIMIT:-180}"
   CKPT="${CKPT:-5}"; EXTRA=(--eval-examples 16)
 else

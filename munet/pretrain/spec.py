@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 
 from munet.models import VitArch, init_components, load_components
 from munet.models.vit import VisionTransformer
@@ -89,19 +90,19 @@ THUMBNAIL_WEIGHT = 1.0
 def thumbnail_target(images: torch.Tensor, side: int) -> torch.Tensor:
     """The images (B, 3, S, S) average-pooled to (B, 3 * side * side), the values the head's
     thumbnail outputs regress."""
-    return torch.nn.functional.adaptive_avg_pool2d(images, side).flatten(1)
+    return F.adaptive_avg_pool2d(images, side).flatten(1)
 
 
 def pretrain_loss(
     logits: torch.Tensor, images: torch.Tensor, labels: torch.Tensor, spec: PretrainSpec
 ) -> torch.Tensor:
     """Cross-entropy on the class logits, plus the thumbnail's weighted error when on."""
-    loss = torch.nn.functional.cross_entropy(
+    loss = F.cross_entropy(
         logits[:, : spec.num_classes].float(), labels, label_smoothing=spec.label_smoothing
     )
     if spec.thumbnail:
         target = thumbnail_target(images, spec.thumbnail)
-        error = torch.nn.functional.mse_loss(logits[:, spec.num_classes :].float(), target)
+        error = F.mse_loss(logits[:, spec.num_classes :].float(), target)
         loss = loss + THUMBNAIL_WEIGHT * error
     return loss
 
@@ -172,9 +173,13 @@ class HeldOut:
 
     def __init__(self, spec: PretrainSpec, recipe: Recipe, device: torch.device, n: int = 1024):
         self._spec, self._recipe, self._device, self.n = spec, recipe.to(device), device, n
-        self.num_classes = spec.num_classes
         size = n * 3 * spec.image_size**2 * 4
         self._kept = list(self._render()) if size <= HELD_OUT_CACHE_BYTES else None
+
+    @property
+    def num_classes(self) -> int:
+        """The classes the images are labelled with (the head's first outputs)."""
+        return self._spec.num_classes
 
     def chunks(self):
         """``(images, labels)`` chunks of at most ``HELD_OUT_CHUNK`` images, in order."""
