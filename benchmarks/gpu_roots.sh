@@ -4,8 +4,11 @@
 #   OUT=/path/out bash benchmarks/gpu_roots.sh          # one H200/H100, 16 cores
 #   DRY=1 OUT=/tmp/gpu_roots bash benchmarks/gpu_roots.sh   # the same stages on this CPU, ~1 min
 #
-# Each candidate is PRESET:RECIPE:CLASSES:SIZE:BATCH[:INSTANCES] (instances per image, up to;
-# default 1) and becomes one `munet pretrain` process;
+# Each candidate is PRESET:RECIPE:CLASSES:SIZE:BATCH[:INSTANCES[:SEED[:THUMBNAIL]]]
+# (instances per image, up to, default 1; the seed, default 0; the thumbnail's side, default 0
+# = off) and becomes one `munet pretrain` process. Seeds matter: on this project's CPU one seed
+# moved VitCpu's validation probe by 0.04 (docs/pretrain.md), as much as most differences
+# between recipes, so a choice between close candidates wants each at several seeds;
 # all of them share the GPU at once (these small models are launch-bound: one alone leaves the
 # GPU mostly idle, so side by side costs each little) with nothing else on the CPU cores that
 # feed them (the run of 2026-11-27 that had 8 benchmark processes beside it got ~30 steps/s).
@@ -37,7 +40,7 @@ MIX="fractal_ex+contours_ex+noise"
 
 if [ "${DRY:-0}" = "1" ]; then
   DEVICE="${DEVICE:-cpu}"
-  CANDIDATES="${CANDIDATES:-VitCpu:fractal:6:8:8:2 VitT3:fractal:6:32:4}"
+  CANDIDATES="${CANDIDATES:-VitCpu:fractal:6:8:8:2:1:2 VitT3:fractal:6:32:4}"
   # LIMIT only bounds a hang: --max-seconds ends each run. On a 2-core machine loaded by two
   # pretrainings and a test run (2026-11-28), both runs failed under a 60 s limit and passed
   # under 180 s.
@@ -76,14 +79,17 @@ BUDGET=(--minutes "$MINUTES"); [ -n "${STEPS:-}" ] && BUDGET=(--steps "$STEPS")
 names=()
 pids=()
 for candidate in $CANDIDATES; do
-  # PRESET:RECIPE:CLASSES:SIZE:BATCH[:INSTANCES] (instances per image, up to; default 1)
-  IFS=: read -r preset recipe classes size batch instances <<< "$candidate"
-  instances="${instances:-1}"
+  # PRESET:RECIPE:CLASSES:SIZE:BATCH[:INSTANCES[:SEED[:THUMBNAIL]]]
+  IFS=: read -r preset recipe classes size batch instances seed thumbnail <<< "$candidate"
+  instances="${instances:-1}"; seed="${seed:-0}"; thumbnail="${thumbnail:-0}"
   name="$preset-${recipe//+/_}-$classes-${size}px-b$batch"
   [ "$instances" != 1 ] && name="$name-i$instances"
+  [ "$seed" != 0 ] && name="$name-s$seed"
+  [ "$thumbnail" != 0 ] && name="$name-t$thumbnail"
   dtype=float32; [ "$preset" = "VitT3" ] && dtype=float16  # VitT3 ships in float16 (< 4 MB)
   cmd=("$PYTHON" -m munet pretrain --agent "$preset" --recipe "$recipe" --classes "$classes"
-       --image-size "$size" --batch-size "$batch" --instances "$instances" ${LR:+--lr "$LR"} "${BUDGET[@]}"
+       --image-size "$size" --batch-size "$batch" --instances "$instances"
+       --seed "$seed" --thumbnail "$thumbnail" ${LR:+--lr "$LR"} "${BUDGET[@]}"
        --max-seconds "$MAX_SECONDS" --checkpoint-every "$CKPT" --dtype "$dtype"
        --device "$DEVICE" --threads 2 --no-progress "${EXTRA[@]}" --out "$WORK/$name")
   printf '%s\n' "${cmd[*]}" >> "$OUT/commands.txt"

@@ -140,8 +140,9 @@ def test_gpu_roots_dry_run_leaves_candidate_roots_cards_and_a_log(tmp_path):
     subprocess.run(["bash", str(BENCHMARKS / "gpu_roots.sh")], env=env, check=True,
                    capture_output=True, timeout=400)  # fmt: skip
     log = (tmp_path / "log.txt").read_text()
-    # The VitCpu candidate names up to 2 instances per image (PRESET:...:BATCH:INSTANCES).
-    candidates = {"VitCpu": "VitCpu-fractal-6-8px-b8-i2", "VitT3": "VitT3-fractal-6-32px-b4"}
+    # The VitCpu candidate names up to 2 instances per image, seed 1 and a 2 x 2 thumbnail
+    # (PRESET:...:BATCH:INSTANCES:SEED:THUMBNAIL); VitT3's takes the defaults.
+    candidates = {"VitCpu": "VitCpu-fractal-6-8px-b8-i2-s1-t2", "VitT3": "VitT3-fractal-6-32px-b4"}
     for name in candidates.values():
         assert f"{name}: exit 0; pretrained" in log
     with tarfile.open(tmp_path / "roots.tar.gz") as tar:
@@ -152,6 +153,8 @@ def test_gpu_roots_dry_run_leaves_candidate_roots_cards_and_a_log(tmp_path):
             assert card["preset"] == agent and card["steps"] > 0 and card["device"] == "cpu"
             assert card["command"].startswith(f"munet pretrain --agent {agent}")
             assert card["recipe"]["instances"] == (2 if agent == "VitCpu" else 1)
+            assert card["seed"] == (1 if agent == "VitCpu" else 0)
+            assert card["recipe"]["thumbnail"] == (2 if agent == "VitCpu" else 0)
         # The resumable states stay behind: only roots, cards and logs come back.
         assert not any("state-" in n for n in names)
     assert card["dtype"] == "float16"  # VitT3 ships in float16
