@@ -159,3 +159,41 @@ def test_gpu_roots_dry_run_leaves_candidate_roots_cards_and_a_log(tmp_path):
         assert not any("state-" in n for n in names)
     assert card["dtype"] == "float16"  # VitT3 ships in float16
     assert "munet pretrain --agent VitT3" in (tmp_path / "commands.txt").read_text()
+
+
+def write_comparison(path, old, new, old_root="shipped.safetensors", method="m"):
+    """A root_compare.py --json file: per-task (probe, fine-tune at 128 steps) for both roots."""
+    figures = lambda table: {  # noqa: E731
+        task: {"probe": probe, "finetune": {"128": tuned}} for task, (probe, tuned) in table.items()
+    }
+    path.write_text(json.dumps({"method": method, "old": old_root, "results": figures(new),
+                                "old_results": figures(old)}))  # fmt: skip
+    return str(path)
+
+
+def test_root_pairs_reads_paired_differences_across_comparison_files(tmp_path, capsys):
+    pairs = load_script("root_pairs").main
+    shipped = {"a": (0.5, 0.6), "b": (0.7, 0.8)}
+    # Seed 0: the option's root against the shipped root (the old side of the same file).
+    on0 = write_comparison(tmp_path / "on0.json", shipped, {"a": (0.6, 0.7), "b": (0.7, 0.9)})
+    # Seed 1: the plain root and the option's root, each compared with the shipped root.
+    off1 = write_comparison(tmp_path / "off1.json", shipped, {"a": (0.4, 0.5), "b": (0.6, 0.7)})
+    on1 = write_comparison(tmp_path / "on1.json", shipped, {"a": (0.5, 0.5), "b": (0.6, 0.8)})
+    figures = pairs(["--pair", f"{on0}:old", on0, "--pair", off1, on1])
+    out = capsys.readouterr().out
+    assert figures["pairs"][0] == pytest.approx({"probe": 0.05, "ft128": 1.6 / 1.4})
+    assert figures["pairs"][1] == pytest.approx({"probe": 0.05, "ft128": 1.3 / 1.2})
+    assert figures["shown"] and "shown: candidate ahead of base in every column" in out
+    # Level on one column at one pair is not ahead.
+    level = write_comparison(tmp_path / "level.json", shipped, {"a": (0.5, 0.5), "b": (0.6, 0.7)})
+    assert not pairs(["--pair", f"{on0}:old", on0, "--pair", off1, level])["shown"]
+    assert "not shown: behind or level at pair 2 ft128" in capsys.readouterr().out
+    # Files that measured the shared old root differently cannot be read together.
+    other = write_comparison(tmp_path / "other.json", {"a": (0.5, 0.6), "b": (0.7, 0.7)}, shipped)
+    with pytest.raises(SystemExit, match="measured it differently"):
+        pairs(["--pair", off1, other])
+    method = write_comparison(tmp_path / "method.json", shipped, shipped, method="test split")
+    with pytest.raises(SystemExit, match="were measured differently"):
+        pairs(["--pair", off1, method])
+    with pytest.raises(SystemExit, match="no comparison file"):
+        pairs(["--pair", off1, str(tmp_path / "missing.json")])
