@@ -74,18 +74,21 @@ def _finite(value: Any) -> bool:
 
 def ratios_against_baseline(settings: Settings, cells: dict) -> list[dict[str, Any]]:
     """Each method against fine-tuning: quality (per seed: the method's mean test accuracy
-    over tasks / fine-tuning's, paired, averaged with a 95% interval) and parameters (mean
-    parameters added per task / fine-tuning's). Empty without fine-tuning."""
+    over tasks / fine-tuning's, paired, averaged with a 95% interval), the same on the
+    validation splits (what choices between roots or settings read; None where a cell has no
+    finite validation score) and parameters (mean parameters added per task / fine-tuning's,
+    and per seed, whose spread says how far one run's figure can be trusted). Empty without
+    fine-tuning."""
     if BASELINE not in settings.methods:
         return []
     out = []
 
-    def seed_mean(method: str, seed: int) -> float:
-        return _mean([cells[(method, task, seed)]["test_quality"] for task in settings.tasks])
+    def seed_mean(method: str, seed: int, key: str = "test_quality") -> float:
+        return _mean([cells[(method, task, seed)][key] for task in settings.tasks])
 
-    def params(method: str) -> float:
+    def params(method: str, seeds: Any = settings.seeds) -> float:
         return _mean([cells[(method, t, s)]["params_added"]
-                      for t in settings.tasks for s in settings.seeds])  # fmt: skip
+                      for t in settings.tasks for s in seeds])  # fmt: skip
 
     for method in settings.methods:
         if method == BASELINE:
@@ -94,12 +97,20 @@ def ratios_against_baseline(settings: Settings, cells: dict) -> list[dict[str, A
             [seed_mean(method, s) for s in settings.seeds],
             [seed_mean(BASELINE, s) for s in settings.seeds],
         )
+        validation = _safe_ratio(
+            [seed_mean(method, s, "quality") for s in settings.seeds],
+            [seed_mean(BASELINE, s, "quality") for s in settings.seeds],
+        )
         out.append(
             {
                 "method": method,
                 "against": BASELINE,
                 "quality": quality.to_dict(),
+                "validation_quality": validation,
                 "params": params(method) / params(BASELINE),
+                "params_per_seed": [
+                    params(method, [s]) / params(BASELINE, [s]) for s in settings.seeds
+                ],
             }
         )
     return out
@@ -156,9 +167,21 @@ def ratio_lines(summary: dict[str, Any]) -> list[str]:
             f"ratio: {ratio['method']}/{ratio['against']} quality {quality['mean']:.3f}"
             f"{interval} (mean test accuracy over tasks, paired over {quality['n']} seeds)"
         )
+        validation = ratio.get("validation_quality")
+        if validation is not None:
+            interval = f" ± {validation['ci95']:.3f}" if validation["ci95"] is not None else ""
+            lines.append(
+                f"ratio: {ratio['method']}/{ratio['against']} validation quality "
+                f"{validation['mean']:.3f}{interval} (mean validation accuracy over tasks, "
+                f"paired over {validation['n']} seeds: the split to choose on)"
+            )
+        per_seed = ratio.get("params_per_seed") or []
+        spread = (
+            f"; per seed {min(per_seed):.3f} to {max(per_seed):.3f}" if len(per_seed) > 1 else ""
+        )
         lines.append(
             f"ratio: {ratio['method']}/{ratio['against']} params {ratio['params']:.3f} "
-            "(parameters added per task)"
+            f"(parameters added per task{spread})"
         )
     pairs = summary.get("multipath_vs_singlepath")
     if pairs:
