@@ -42,6 +42,7 @@ import torch  # noqa: E402
 from munet.config import get_preset  # noqa: E402
 from munet.pretrain.card import card_beside, update_card  # noqa: E402
 from munet.pretrain.root_eval import evaluation_tasks, measure_root  # noqa: E402
+from munet.pretrain.roots import sha256_file  # noqa: E402
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -80,6 +81,10 @@ def shape_of(root: str, args: argparse.Namespace, default: tuple[int, int]) -> t
         recipe = json.loads(card.read_text())["recipe"]
         size, layers = int(recipe["image_size"]), int(recipe["num_layers"])
     return (args.image_size or size), layers
+
+
+def digest(root: str) -> str | None:
+    return sha256_file(root) if Path(root).is_file() else None
 
 
 def job(spec: dict) -> dict:
@@ -152,7 +157,11 @@ def main(argv: list[str] | None = None) -> dict:
                    f"frozen CLS features) and AdamW fine-tune at {args.steps} steps; train on "
                    f"<= {args.max_train} train examples, score <= {args.max_eval} {args.split} "
                    f"examples; {args.device}"),
-        "tasks": args.tasks, "old": args.old, "results": results["new"],
+        "tasks": args.tasks, "old": args.old, "new": args.new,
+        # A path names whatever file is there now (the shipped root's path holds each new
+        # root in turn); the digests say which roots were measured.
+        "old_sha256": digest(args.old), "new_sha256": digest(args.new),
+        "results": results["new"],
         "old_results": results["old"], "probe_delta": delta,
         "wall_s": round(time.perf_counter() - start, 1),
     }  # fmt: skip

@@ -104,6 +104,9 @@ def test_root_compare_prints_the_probe_delta_and_stores_it_in_the_card(
     assert len(re.findall(r"^ratio: [0-9.]+ \((2|4) steps fine-tune", out, re.M)) == 2
     card = json.loads(result.card_file.read_text())
     assert set(card["validation"]["results"]["synth/color"]) == {"probe", "finetune"}
+    # The comparison names its roots by content, not only by path.
+    comparison = json.loads((tmp_path / "cmp.json").read_text())
+    assert comparison["old_sha256"] is None and comparison["new_sha256"] == card["sha256"]
     assert card["test"] == {}
     # The new root was scored at the size it was pretrained at (its card's).
     assert "8 px" in out
@@ -161,13 +164,16 @@ def test_gpu_roots_dry_run_leaves_candidate_roots_cards_and_a_log(tmp_path):
     assert "munet pretrain --agent VitT3" in (tmp_path / "commands.txt").read_text()
 
 
-def write_comparison(path, old, new, old_root="shipped.safetensors", method="m"):
+def write_comparison(path, old, new, old_sha256="aaaa", method="m"):
     """A root_compare.py --json file: per-task (probe, fine-tune at 128 steps) for both roots."""
     figures = lambda table: {  # noqa: E731
         task: {"probe": probe, "finetune": {"128": tuned}} for task, (probe, tuned) in table.items()
     }
-    path.write_text(json.dumps({"method": method, "old": old_root, "results": figures(new),
-                                "old_results": figures(old)}))  # fmt: skip
+    contents = {"method": method, "old": "roots/VitCpu.safetensors", "results": figures(new),
+                "old_results": figures(old)}  # fmt: skip
+    if old_sha256 is not None:
+        contents["old_sha256"] = old_sha256
+    path.write_text(json.dumps(contents))
     return str(path)
 
 
@@ -188,10 +194,18 @@ def test_root_pairs_reads_paired_differences_across_comparison_files(tmp_path, c
     level = write_comparison(tmp_path / "level.json", shipped, {"a": (0.5, 0.5), "b": (0.6, 0.7)})
     assert not pairs(["--pair", f"{on0}:old", on0, "--pair", off1, level])["shown"]
     assert "not shown: behind or level at pair 2 ft128" in capsys.readouterr().out
-    # Files that measured the shared old root differently cannot be read together.
-    other = write_comparison(tmp_path / "other.json", {"a": (0.5, 0.6), "b": (0.7, 0.7)}, shipped)
-    with pytest.raises(SystemExit, match="measured it differently"):
+    # Files that measured the shared old root (same sha256) differently cannot be read together.
+    remeasured = {"a": (0.5, 0.6), "b": (0.7, 0.7)}
+    other = write_comparison(tmp_path / "other.json", remeasured, shipped)
+    with pytest.raises(SystemExit, match="root aaaa but measured it differently"):
         pairs(["--pair", off1, other])
+    # The same path holding the next shipped root (another sha256) is another old root: fine.
+    later = write_comparison(tmp_path / "later.json", remeasured, shipped, old_sha256="bbbb")
+    assert pairs(["--pair", off1, later])["pairs"][0]["probe"] == pytest.approx(0.1)
+    # Without a recorded digest it cannot tell, and says so.
+    legacy = write_comparison(tmp_path / "legacy.json", remeasured, shipped, old_sha256=None)
+    pairs(["--pair", off1, legacy])
+    assert "do not both record its sha256" in capsys.readouterr().out
     method = write_comparison(tmp_path / "method.json", shipped, shipped, method="test split")
     with pytest.raises(SystemExit, match="were measured differently"):
         pairs(["--pair", off1, method])
