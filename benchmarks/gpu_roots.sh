@@ -48,12 +48,11 @@ if [ "${DRY:-0}" = "1" ]; then
   CKPT="${CKPT:-5}"; EXTRA=(--eval-examples 16)
 else
   DEVICE="${DEVICE:-cuda}"
-  # Up to 3 instances per image: on this project's CPU (2026-11-28) they lifted VitCpu's
-  # validation probe by +0.063 at the shipped budget, with the task still unsolved (held-out
-  # 0.64), so what a GPU adds is budget: VitCpu's shipped recipe and 1,000 classes at a GPU's
-  # batch, and VitT3's shipped recipe at its own 32 px. (The one-instance candidates of
-  # 2026-11-27 are in docs/results/root_gpu_h200/.)
-  CANDIDATES="${CANDIDATES:-VitCpu:fractal:100:24:1024:3 VitCpu:fractal:1000:24:1024:3 VitT3:fractal:1000:32:512:3}"
+  # VitCpu's shipped recipe (up to 3 instances, a 4 x 4 thumbnail; its task unsolved on the
+  # CPU, held-out 0.65) at a GPU's batch and budget, at three seeds, so the choice between
+  # it and the CPU root is not one seed's; and VitT3 with the same recipe at its own 32 px.
+  # (The one-instance candidates of 2026-11-27 are in docs/results/root_gpu_h200/.)
+  CANDIDATES="${CANDIDATES:-VitCpu:fractal:100:24:1024:3:0:4 VitCpu:fractal:100:24:1024:3:1:4 VitCpu:fractal:100:24:1024:3:2:4 VitT3:fractal:1000:32:512:3:0:4}"
   MINUTES="${MINUTES:-5.5}"; MAX_SECONDS="${MAX_SECONDS:-360}"; LIMIT="${LIMIT:-400}"
   CKPT="${CKPT:-1000}"; EXTRA=()
 fi
