@@ -76,7 +76,7 @@ def check_comparable(
         # there now (the shipped root's path holds each new root in turn), so it cannot say
         # whether both measured the same old root.
         print(f"note: {base_side!r} and {cand_side!r} differ on their old root's figures and "
-              f"do not both record its sha256: a different root, not checked")  # fmt: skip
+              f"do not both record its sha256: whether it is one root is not checked")  # fmt: skip
     elif digests[0] == digests[1]:
         raise SystemExit(
             f"root_pairs: {base_side!r} and {cand_side!r} both compared against the root "
