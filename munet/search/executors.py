@@ -22,10 +22,13 @@ import logging
 import os
 import sys
 import traceback
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from munet.search.job_cancel import run_watched
 
 JobFunction = Callable[[Any], Any]
 
@@ -197,23 +200,19 @@ class RayExecutor(Executor):
             raise ValueError(f"num_workers must be an int >= 1, got {num_workers!r}")
         self.num_workers = num_workers
         self._refs: dict[Any, int] = {}  # ObjectRef -> job id, in submission order
-        self._remote_functions: dict[JobFunction, Any] = {}
+        self._remote_job: Any = None
+        self._cancel_key = _new_cancel_key()
 
-    def _remote(self, fn: JobFunction) -> Any:
-        remote = self._remote_functions.get(fn)
-        if remote is None:
-            remote = self._ray.remote(
+    def submit(self, job_id: int, fn: JobFunction, payload: Any) -> None:
+        _check_new_id(job_id, set(self._refs.values()))
+        if self._remote_job is None:
+            self._remote_job = self._ray.remote(
                 num_cpus=self.num_cpus,
                 num_gpus=self.num_gpus,
                 max_retries=self.max_retries,
                 retry_exceptions=False,
-            )(fn)
-            self._remote_functions[fn] = remote
-        return remote
-
-    def submit(self, job_id: int, fn: JobFunction, payload: Any) -> None:
-        _check_new_id(job_id, set(self._refs.values()))
-        self._refs[self._remote(fn).remote(payload)] = job_id
+            )(_ray_job)
+        self._refs[self._remote_job.remote(fn, payload, self._cancel_key)] = job_id
 
     def wait(self) -> list[JobOutcome]:
         if not self._refs:
@@ -236,9 +235,13 @@ class RayExecutor(Executor):
 
     def cancel_all(self) -> list[int]:
         cancelled = list(self._refs.values())
-        for ref in self._refs:
-            # force=True kills the worker: a running training job would not notice otherwise.
-            self._ray.cancel(ref, force=True)
+        if cancelled:
+            # Never ray.cancel (it can abort this process: munet.search.job_cancel): raise the
+            # jobs' flag, and give jobs submitted from now on a fresh one.
+            from ray.experimental import internal_kv
+
+            internal_kv._internal_kv_put(self._cancel_key, b"1", namespace=_CANCEL_NAMESPACE)
+            self._cancel_key = _new_cancel_key()
         self._refs.clear()
         return cancelled
 
@@ -247,6 +250,23 @@ class RayExecutor(Executor):
         if self._started_here:
             self._ray.shutdown()
             self._started_here = False
+
+
+_CANCEL_NAMESPACE = "munet-search-cancel"
+
+
+def _new_cancel_key() -> str:
+    return uuid.uuid4().hex
+
+
+def _ray_job(fn: JobFunction, payload: Any, cancel_key: str) -> Any:
+    """What a Ray task runs: the job, stopped once its driver raises `cancel_key`."""
+    from ray.experimental import internal_kv
+
+    def is_raised() -> bool:
+        return internal_kv._internal_kv_exists(cancel_key, namespace=_CANCEL_NAMESPACE)
+
+    return run_watched(fn, payload, is_raised)
 
 
 def init_ray_quietly(ray: Any, **kwargs: Any) -> None:

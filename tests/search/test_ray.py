@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -88,17 +89,36 @@ def test_worker_killed_mid_trial_is_retried(ray_address, tmp_path):
     assert not outcome.ok and outcome.error
 
 
-def test_cancel_all_stops_running_jobs(ray_address):
-    def forever(_):
-        time.sleep(600)
+def _marks_start_and_stop(args):
+    folder, name = args
+    (Path(folder) / f"started-{name}").touch()
+    try:
+        for _ in range(60_000):  # short steps, like training
+            time.sleep(0.01)
+    except KeyboardInterrupt:
+        (Path(folder) / f"stopped-{name}").touch()
+        raise
+    return name
 
+
+def test_cancel_all_stops_running_jobs_and_queued_ones_never_start(ray_address, tmp_path):
     executor = RayExecutor(2)
-    executor.submit(0, forever, None)
-    executor.submit(1, forever, None)
-    start = time.monotonic()
-    assert sorted(executor.cancel_all()) == [0, 1]
+    for job_id in range(3):  # two run on the instance's two CPUs; the third waits for one
+        executor.submit(job_id, _marks_start_and_stop, (str(tmp_path), job_id))
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.glob("started-*"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sorted(executor.cancel_all()) == [0, 1, 2]
     assert executor.in_flight() == []
-    assert time.monotonic() - start < 30
+    while len(list(tmp_path.glob("stopped-*"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert {p.name for p in tmp_path.glob("stopped-*")} == {"stopped-0", "stopped-1"}
+    # A job submitted after the cancel runs (a fresh flag); the queued one was dispatched
+    # ahead of it and returned without running.
+    executor.submit(3, len, "abc")
+    [outcome] = executor.wait()
+    assert outcome.ok and outcome.result == 3
+    assert not (tmp_path / "started-2").exists()
 
 
 def test_petridish_on_nasbench_finishes_and_writes_its_frontier(ray_address, nasbench_table,
