@@ -14,7 +14,8 @@ another seed, that neither side sees before scoring.
   at 48 px, on as many threads as the ``VitCpu`` preset (one), trained for the same wall
   time, then scored on the same held-out images.
 
-Prints each side's held-out accuracy and wall time, and::
+Prints each side's held-out accuracy and wall time (and munet's validation accuracy, what it
+selected its model on: the figure a choice may read; the held-out one is a test), and::
 
     ratio: R   (munet held-out accuracy / the CNN's)
 
@@ -181,11 +182,16 @@ def run_munet(args: argparse.Namespace, train: Path, held_out: Path, work: Path)
     config = json.loads((Path(export) / "config.json").read_text())
     return {
         "accuracy": correct / len(predictions),
+        # The exported path's validation accuracy: what munet selected it on, from the training
+        # folder alone; the one own-data figure a choice (of a root, a recipe) may use.
+        "validation": config["metrics"]["quality"],
         "images": len(predictions),
         "seconds": seconds,
         "root": args.root,
         "agent": args.agent,
-        "exported": {k: config[k] for k in ("architecture", "provenance") if k in config},
+        "exported": {
+            k: config[k] for k in ("architecture", "provenance", "metrics") if k in config
+        },
     }
 
 
@@ -272,7 +278,8 @@ def main(argv: list[str] | None = None) -> dict:
         munet = run_munet(args, train, held_out, work)
         print(
             f"munet: held-out accuracy {munet['accuracy']:.4f} ({munet['images']} images), "
-            f"{munet['seconds']:.0f}s",
+            f"validation accuracy {munet['validation']:.4f} (its own split of the training "
+            f"folder), {munet['seconds']:.0f}s",
             flush=True,
         )
         cnn = run_cnn(train, held_out, munet["seconds"], args.seed, threads=1)

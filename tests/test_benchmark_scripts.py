@@ -146,6 +146,9 @@ def test_own_data_vs_cnn_quick_runs_the_readme_commands_and_scores_held_out(
     # 4 held-out images per class, new ones (another seed), scored by `munet predict`.
     assert munet["images"] == cnn["images"] == 20
     assert 0.0 <= munet["accuracy"] <= 1.0 and 0.0 <= cnn["accuracy"] <= 1.0
+    # munet's validation accuracy is the exported path's recorded quality, and printed.
+    assert munet["validation"] == munet["exported"]["metrics"]["quality"]
+    assert f"validation accuracy {munet['validation']:.4f}" in text
     assert sorted(p.name for p in (work / "held_out").iterdir()) == sorted(
         p.name for p in (work / "train").iterdir()
     )
