@@ -56,6 +56,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="also regress a SIDE x SIDE colour thumbnail of each image from the class token, "
         "so the features keep colour and layout (0: off, the default; docs/pretrain.md)",
     )
+    parser.add_argument(
+        "--label-smoothing",
+        type=float,
+        default=0.1,
+        help="label smoothing of the class loss (0.1, the default; 0: plain cross-entropy)",
+    )
     parser.add_argument("--batch-size", type=int, default=128, help="batch size (128)")
     parser.add_argument("--lr", type=float, default=1e-3, help="AdamW peak learning rate")
     parser.add_argument(
@@ -111,6 +117,7 @@ _RECORDED = (
     ("--classes", "classes", 100),
     ("--instances", "instances", 1),
     ("--thumbnail", "thumbnail", 0),
+    ("--label-smoothing", "label_smoothing", 0.1),
     ("--batch-size", "batch_size", 128),
     ("--lr", "lr", 1e-3),
     ("--image-size", "image_size", None),
@@ -171,6 +178,7 @@ def _pretrain(args: argparse.Namespace) -> int:
             num_classes=args.classes,
             instances=args.instances,
             thumbnail=args.thumbnail,
+            label_smoothing=args.label_smoothing,
             batch_size=args.batch_size,
             lr=args.lr,
             seed=args.seed,

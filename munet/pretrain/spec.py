@@ -56,6 +56,10 @@ class PretrainSpec:
                 f"num_classes {self.num_classes!r}: expected at least 2 per recipe of "
                 f"{self.recipe!r}"
             )
+        if not 0 <= self.label_smoothing < 1:
+            raise ValueError(
+                f"label_smoothing {self.label_smoothing!r}: expected 0 (off) up to below 1"
+            )
         if not (self.lr > 0 and 0 <= self.warmup_ratio < 1 and self.weight_decay >= 0):
             raise ValueError(
                 f"lr {self.lr!r} / warmup_ratio {self.warmup_ratio!r} / weight_decay "

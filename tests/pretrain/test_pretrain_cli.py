@@ -30,6 +30,7 @@ def test_pretrain_writes_a_root_and_card_and_resumes(tmp_path, capsys):
     [
         ("--instances", "instances", "3", "0", "instances 0"),
         ("--thumbnail", "thumbnail", "2", "9", "thumbnail 9"),  # 9: larger than the 8 px image
+        ("--label-smoothing", "label_smoothing", "0.0", "1.5", "label_smoothing 1.5"),
     ],
 )
 def test_a_weight_deciding_option_reaches_the_card_and_its_command(
@@ -39,7 +40,8 @@ def test_a_weight_deciding_option_reaches_the_card_and_its_command(
     args = ["pretrain", "--agent", "VitCpu", "--steps", "1", "--out", out, flag]
     assert main([*args, good, *TINY]) == 0
     card = json.loads((tmp_path / "run" / "card.json").read_text())
-    assert card["recipe"][field] == int(good) and f"{flag} {good}" in card["command"]
+    assert card["recipe"][field] == type(card["recipe"][field])(good)
+    assert f"{flag} {good}" in card["command"]
     assert main([*args, bad, *TINY]) == 2
     assert error in capsys.readouterr().err
 
