@@ -19,7 +19,7 @@ import warnings
 from typing import NoReturn
 
 from munet import __version__
-from munet.cli.errors import report_failure
+from munet.cli.errors import EXIT_INTERRUPTED, report_failure
 from munet.training.threads import prepare_openmp_env
 
 # First, before any command imports torch: the OpenMP runtime reads its wait policy once, when
@@ -81,8 +81,15 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = DEBUG_FLAG in argv
     argv = [a for a in argv if a != DEBUG_FLAG]
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        # Building the parser imports every command's module, torch among them (about 2 s):
+        # a Ctrl-C then is the user's too, and exits 130 like one a moment later.
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        # torch may be half imported: say it without report_failure's imports (they import it).
+        print("munet: error: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 2

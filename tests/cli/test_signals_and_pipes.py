@@ -107,3 +107,16 @@ def test_report_out_where_no_file_can_be_made_is_exit_7_naming_out(tmp_path, cap
     err = capsys.readouterr().err
     assert code == EXIT_NO_PERMISSION == 7
     assert err.startswith("munet: error: cannot write --out /proc/munet-report.html: ")
+
+
+def test_ctrl_c_while_the_commands_load_is_exit_130_without_a_traceback(monkeypatch, capsys):
+    # build_parser imports every command's module (torch among them, about 2 s): a Ctrl-C
+    # there once escaped main as a traceback and a death by SIGINT (-2) instead of exit 130.
+    import munet.cli
+
+    def interrupted_while_loading():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(munet.cli, "build_parser", interrupted_while_loading)
+    assert main(["launch", "--help"]) == 130
+    assert capsys.readouterr().err.strip() == "munet: error: interrupted"
