@@ -149,9 +149,18 @@ def test_own_data_vs_cnn_quick_runs_the_readme_commands_and_scores_held_out(
     # munet's validation accuracy is the exported path's recorded quality, and printed.
     assert munet["validation"] == munet["exported"]["metrics"]["quality"]
     assert f"validation accuracy {munet['validation']:.4f}" in text
-    assert sorted(p.name for p in (work / "held_out").iterdir()) == sorted(
-        p.name for p in (work / "train").iterdir()
-    )
+    # The choice draw: 3 new images per class, scored by `munet predict` like the held-out ones.
+    assert munet["choice_images"] == 15 and 0.0 <= munet["choice"] <= 1.0
+    assert f"choice-draw accuracy {munet['choice']:.4f} (15 images)" in text
+    for folder in ("held_out", "choice"):
+        assert sorted(p.name for p in (work / folder).iterdir()) == sorted(
+            p.name for p in (work / "train").iterdir()
+        )
+    # Three draws, three seeds: their first images differ.
+    first = {
+        f: (work / f / "circle" / "0000.png").read_bytes() for f in ("train", "held_out", "choice")
+    }
+    assert len(set(first.values())) == 3
     assert (work / "export" / "model.safetensors").is_file()
     # The CNN is the ~56k-parameter one and trains at least as long as munet took.
     assert 50_000 < cnn["params"] < 60_000 and cnn["steps"] > 0
