@@ -7,7 +7,7 @@
 # Each candidate is PRESET:RECIPE:CLASSES:SIZE:BATCH[:INSTANCES[:SEED[:THUMBNAIL]]]
 # (instances per image, up to, default 1; the seed, default 0; the thumbnail's side, default 0
 # = off) and becomes one `munet pretrain` process. Seeds matter: on this project's CPU one seed
-# moved VitCpu's validation probe by 0.04 (docs/pretrain.md), as much as most differences
+# moved VitCpu's validation probe by 0.04 (docs/pretrain_log.md), as much as most differences
 # between recipes, so a choice between close candidates wants each at several seeds;
 # all of them share the GPU at once (these small models are launch-bound: one alone leaves the
 # GPU mostly idle, so side by side costs each little) with nothing else on the CPU cores that

@@ -1,6 +1,6 @@
 """Paired differences between roots, read from benchmarks/root_compare.py's ``--json`` files.
 
-One seed's run moved VitCpu's validation probe by 0.04 (docs/pretrain.md), as much as most
+One seed's run moved VitCpu's validation probe by 0.04 (docs/pretrain_log.md), as much as most
 differences between recipes, so "does option X help?" is asked of pairs that differ in X
 alone, at several seeds: X off and on at seed 0, X off and on at seed 1, and so on. Each side
 of a pair is one root in one comparison file: ``FILE.json`` is the comparison's new root,
