@@ -211,3 +211,52 @@ def test_root_pairs_reads_paired_differences_across_comparison_files(tmp_path, c
         pairs(["--pair", off1, method])
     with pytest.raises(SystemExit, match="no comparison file"):
         pairs(["--pair", off1, str(tmp_path / "missing.json")])
+
+
+def write_benchmark(directory, quality, root="old.safetensors", steps=1024):
+    """A `munet benchmark --out` folder: settings and one cell file per (method, task, seed);
+    `quality(method, task, seed)` gives each cell's validation quality (no test figure)."""
+    settings = {"methods": ["system", "finetune"], "tasks": ["1k/a", "1k/b"], "seeds": [0, 1],
+                "steps": steps, "root": root, "root_sha256": root * 2}  # fmt: skip
+    directory.mkdir(parents=True)
+    (directory / "settings.json").write_text(json.dumps(settings))
+    for method in settings["methods"]:
+        for task in settings["tasks"]:
+            cell_dir = directory / "cells" / method / task.replace("/", "~")
+            cell_dir.mkdir(parents=True)
+            for seed in settings["seeds"]:
+                cell = {"method": method, "task": task, "seed": seed,
+                        "quality": quality(method, task, seed)}  # fmt: skip
+                (cell_dir / f"seed_{seed}.json").write_text(json.dumps(cell))
+
+
+def test_benchmark_pairs_pairs_cells_of_two_roots_on_validation_only(tmp_path, capsys):
+    pairs = load_script("benchmark_pairs").main
+    base = {"1k/a": 0.5, "1k/b": 0.8}
+
+    def old(method, task, seed):
+        return base[task] + 0.01 * seed - (0.1 if method == "system" else 0.0)
+
+    def new(method, task, seed):  # The system is 0.02 better in every cell but one.
+        lift = 0.02 if (method, task, seed) != ("system", "1k/b", 1) else -0.01
+        return old(method, task, seed) + (lift if method == "system" else 0.0)
+
+    write_benchmark(tmp_path / "old", old)
+    write_benchmark(tmp_path / "new", new, root="new.safetensors")
+    result = pairs([str(tmp_path / "old"), str(tmp_path / "new")])
+    text = capsys.readouterr().out
+    assert "system validation quality, new - old: +0.0125" in text
+    assert "ahead in 3 of 4 cells" in text
+    assert "finetune validation quality, new - old: +0.0000" in text
+    system = result["methods"]["system"]
+    assert result["ratio"] == pytest.approx(system["new"] / system["old"])
+    assert re.findall(r"^ratio: ([0-9.]+)", text, flags=re.M) == [f"{result['ratio']:.3f}"]
+
+    # Another experiment (more steps), not another root: refused, naming the setting.
+    write_benchmark(tmp_path / "longer", new, root="new.safetensors", steps=2048)
+    with pytest.raises(SystemExit, match="differ in 'steps' \\(1024 vs 2048\\)"):
+        pairs([str(tmp_path / "old"), str(tmp_path / "longer")])
+    # An unfinished run: its missing cells are named.
+    (tmp_path / "new" / "cells" / "system" / "1k~a" / "seed_0.json").unlink()
+    with pytest.raises(SystemExit, match="cells in one run only"):
+        pairs([str(tmp_path / "old"), str(tmp_path / "new")])
