@@ -1,6 +1,12 @@
 """What runs inside a launch's Ray worker: the agent's task body, which sends its progress
-events to the driver's queue and polls the launch's stop flag, and that flag (a Ray actor the
+events to the driver's queue and watches the launch's stop flag, and that flag (a Ray actor the
 driver sets on Ctrl-C).
+
+The flag stops the agent in two ways: at its next commit (munet.cluster.worker), and, while it
+trains between commits, by interrupting the task as Ctrl-C would (munet.job_cancel's
+watcher, polling every `STOP_POLL_S`). So the launcher never `ray.cancel`s a running agent:
+a cancel landing as the task's reply reaches the driver aborts the driver inside Ray (see
+munet.job_cancel).
 
 The agent itself is munet.cluster.worker.run_agent; this module only wires it to Ray.
 """
@@ -11,10 +17,13 @@ import logging
 from typing import Any
 
 from munet.cluster.events import Event
-from munet.cluster.worker import run_agent
+from munet.cluster.worker import AgentStopped, run_agent
 from munet.interrupts import listen_to_cancel
+from munet.job_cancel import JobCancelled, run_watched
 
 log = logging.getLogger("munet.cluster")
+# How often a running agent asks the stop flag (one small actor call).
+STOP_POLL_S = 0.5
 
 
 def task_body(
@@ -47,8 +56,25 @@ def task_body(
             log.warning("stop flag unreachable: %s", e)
             return False
 
-    return run_agent(agent_class, task, state_dir, cycles, overrides, send, lease_tag, lease_ttl,
-                     should_stop, tracking)
+    def run(_: Any) -> dict[str, Any]:
+        return run_agent(
+            agent_class,
+            task,
+            state_dir,
+            cycles,
+            overrides,
+            send,
+            lease_tag,
+            lease_ttl,
+            should_stop,
+            tracking,
+        )
+
+    try:
+        return run_watched(run, None, should_stop, poll_s=STOP_POLL_S)
+    except JobCancelled as stopped:
+        # Reported as the commit-time stop is: its committed states are kept.
+        raise AgentStopped(f"{agent_class} on {task}: {stopped}") from None
 
 
 class StopFlag:

@@ -174,10 +174,10 @@ def launch(
             queue = Queue(actor_options={"num_cpus": 0})
             stop_flag = ray.remote(num_cpus=0)(StopFlag).remote()
         resume_sigint()  # and the caller's deferral: from here Ctrl-C stops the agents
-        # One worker process per agent task: Ray's cancel (Ctrl-C) raises inside the task
-        # wherever it is, an import included, and a reused worker kept the half-imported
-        # modules (the next agent on it failed on `aiohttp.http_exceptions`). A fresh process
-        # costs about a second against an agent's minutes.
+        # One worker process per agent task: a stop (Ctrl-C) interrupts the task wherever it
+        # is, an import included, and a reused worker kept the half-imported modules (the
+        # next agent on it failed on `aiohttp.http_exceptions`). A fresh process costs about
+        # a second against an agent's minutes.
         remote = ray.remote(max_calls=1)(task_body)
         launch_id = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
         pending: dict[Any, AgentSpec] = {}
@@ -293,11 +293,9 @@ def launch(
                 result.failures[spec.agent_id] = "not started (interrupted)"
             deferred.clear()
             waits_for.clear()
-            # The flag stops each agent at its next commit even where the cancel's interrupt
-            # does not land (see munet.cluster.worker).
+            # Each agent watches the flag: it stops at once where it trains, at its next commit
+            # otherwise (munet.cluster.agent_task; no ray.cancel, which can abort this driver).
             stop_flag.set.remote()
-            for ref in pending:
-                ray.cancel(ref)
             deadline = time.monotonic() + stop_timeout
             try:
                 while pending and time.monotonic() < deadline:

@@ -5,10 +5,10 @@ Nothing here imports ray; the launcher wraps `run_agent` in a remote function. A
 committed state, after the dead attempt's lease expires (fsspec stores; an flock on local disk
 is freed by the kernel at once).
 
-Stopping: the launcher asks the agents to stop (Ctrl-C) in two ways. Ray's cancel interrupts the
-task wherever it is; and, because that interrupt is best-effort (it only lands when the task's
-thread runs Python, and can be lost around a task's start), each agent also checks a stop flag
-before it starts and after every commit, and stops there with `AgentStopped`.
+Stopping: on Ctrl-C the launcher raises a stop flag. Each agent checks it before it starts and
+after every commit, and stops there with `AgentStopped`; and the task around it
+(munet.cluster.agent_task) watches the flag while the agent trains and interrupts it there,
+as Ctrl-C would (best-effort: it lands when the task's thread runs Python).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from munet.search.job_cancel import run_watched
+from munet.job_cancel import run_watched
 
 JobFunction = Callable[[Any], Any]
 
@@ -236,7 +236,7 @@ class RayExecutor(Executor):
     def cancel_all(self) -> list[int]:
         cancelled = list(self._refs.values())
         if cancelled:
-            # Never ray.cancel (it can abort this process: munet.search.job_cancel): raise the
+            # Never ray.cancel (it can abort this process: munet.job_cancel): raise the
             # jobs' flag, and give jobs submitted from now on a fresh one.
             from ray.experimental import internal_kv
 

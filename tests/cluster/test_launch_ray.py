@@ -227,7 +227,7 @@ def test_a_launch_of_an_agent_another_process_runs_is_refused_naming_the_holder(
 
 def test_each_agent_task_runs_in_a_fresh_worker_process(local_ray, tmp_path, tiny_config,
                                                          tiny_overrides):
-    # Ray's cancel interrupts a task wherever it is, an import included; a reused worker kept
+    # A stop interrupts a task wherever it is, an import included; a reused worker kept
     # the half-imported modules and the next agent on it failed (aiohttp.http_exceptions).
     from munet.agents.root import create_root_model
     from munet.cluster import AgentSpec, launch
@@ -247,3 +247,40 @@ def test_each_agent_task_runs_in_a_fresh_worker_process(local_ray, tmp_path, tin
         assert not result.failures, result.failures
     assert len(pids) == 2 and pids[0] != pids[1], pids
     _verify(state_dir, [spec.agent_id], 2)
+
+
+def test_the_stop_flag_interrupts_an_agent_between_its_commits(local_ray, monkeypatch):
+    """Ctrl-C's flag reaches an agent that is training, not only one at a commit: the task
+    interrupts it as Ctrl-C would (no ray.cancel), and reports it stopped."""
+    import threading
+    import time
+
+    from munet.cluster import agent_task
+    from munet.cluster.worker import AgentStopped
+
+    started = threading.Event()
+
+    def training_without_commits(*args):
+        started.set()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # Python steps, as training runs them
+            time.sleep(0.01)
+        return {"not": "interrupted"}
+
+    monkeypatch.setattr(agent_task, "run_agent", training_without_commits)
+    flag = local_ray.remote(num_cpus=0)(agent_task.StopFlag).remote()
+
+    def press_ctrl_c():
+        started.wait(30)
+        local_ray.get(flag.set.remote())
+
+    presser = threading.Thread(target=press_ctrl_c, daemon=True)
+    presser.start()
+    with pytest.raises(AgentStopped, match="VitCpu on digits: cancelled while running"):
+        agent_task.task_body("VitCpu", "digits", "unused", 1, [], None, "tag", None, flag)
+    presser.join(30)
+    # A flag already up when the task starts: the agent never starts.
+    started.clear()
+    with pytest.raises(AgentStopped, match="cancelled before it started"):
+        agent_task.task_body("VitCpu", "digits", "unused", 1, [], None, "tag", None, flag)
+    assert not started.is_set()

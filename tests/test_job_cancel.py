@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from munet.search.job_cancel import JobCancelled, run_watched
+from munet.job_cancel import JobCancelled, run_watched
 
 
 def test_a_job_whose_flag_is_up_before_it_starts_does_not_run():

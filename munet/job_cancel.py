@@ -1,13 +1,16 @@
-"""Stopping running search jobs without `ray.cancel`: a flag the jobs watch.
+"""Stopping running Ray jobs without `ray.cancel`: a flag the jobs watch.
 
 `ray.cancel` on a task whose reply is reaching the driver at that moment aborts the driver
 inside Ray's core ("Check failed: it != submissible_tasks_.end() Tried to complete task that
 was not pending"; seen in munet's CI with Ray 2.60, one of a family of cancel races in Ray's
 task manager). A search cancels exactly when jobs are finishing (its stop rule fires on a
-result), so `RayExecutor` never calls it. Instead each job runs under `run_watched`:
+result), and a launch's agents may be finishing as Ctrl-C comes, so neither calls it
+(`munet.search.executors.RayExecutor`, `munet.cluster.agent_task`). Instead each job runs under
+`run_watched`:
 
-- a flag (a key in Ray's key-value store, one per executor and cancel) is read before the job
-  starts: a job still queued when the driver cancelled returns at once without running;
+- a flag (for a search, a key in Ray's key-value store, one per executor and cancel; for a
+  launch, its stop-flag actor) is read before the job starts: a job still queued when the
+  driver cancelled returns at once without running;
 - while the job runs, a watcher thread reads the flag every `poll_s` seconds and, once it is
   raised, interrupts the worker's main thread as Ctrl-C would (`_thread.interrupt_main`; Ray
   blocks the real SIGINT in its workers): the job stops at its next Python instruction (a
