@@ -37,6 +37,28 @@ def _tagged_processes(tag: str) -> list[int]:
     return found
 
 
+def _describe(pid: int) -> str:
+    """A survivor as a failure should name it: command line, state and parent."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        status = dict(
+            line.split(":\t", 1)
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+            if ":\t" in line
+        )
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except OSError:
+        return f"{pid} (gone)"
+    tick = os.sysconf("SC_CLK_TCK")
+    # Fields 14, 15 and 22 of stat (utime, stime, start time), counted after the command name.
+    cpu, age = (int(stat[11]) + int(stat[12])) / tick, uptime - int(stat[19]) / tick
+    return (
+        f"{pid} [{status.get('State', '?')}, parent {status.get('PPid', '?')}, "
+        f"{age:.1f} s old, {cpu:.2f} s of CPU]: {command[:200]}"
+    )
+
+
 def _committed(state: Path) -> list[str]:
     return sorted(str(p.relative_to(state)) for p in state.glob("*/state_*"))
 
@@ -78,12 +100,13 @@ def test_killed_demo_leaves_no_worker_behind(tmp_path, delay):
         while _tagged_processes(tag) and time.monotonic() < deadline:
             time.sleep(0.05)
         survivors = _tagged_processes(tag)
+        described = [_describe(pid) for pid in survivors]
     finally:
         process.kill()
         process.stdout.close()
     for pid in survivors:  # Clean up before failing: these are this test's processes.
         os.kill(pid, signal.SIGKILL)
-    assert not survivors, f"workers outlived the killed demo: {survivors}"
+    assert not survivors, f"processes outlived the killed demo: {described}"
     assert _committed(state) == at_kill, "a state was committed after the demo was killed"
     store = SystemStore(str(state))
     for agent_id in AGENTS:
