@@ -60,6 +60,11 @@ fi
 log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$LOG"; }
 
 log "gpu_roots.sh: DRY=${DRY:-0} device $DEVICE; $MINUTES min per run (stop at ${MAX_SECONDS}s)"
+# A python without torch would fail every run the same way: say so once, before any run.
+if ! "$PYTHON" -c "import torch" > /dev/null 2>&1; then
+  log "error: PYTHON=$PYTHON cannot import torch; set PYTHON to an interpreter that has it (e.g. .venv/bin/python)"
+  exit 2
+fi
 "$PYTHON" - >> "$LOG" 2>&1 <<'PY' || true
 import os, torch
 print("torch", torch.__version__, "cuda", torch.cuda.is_available(),

@@ -164,6 +164,18 @@ def test_gpu_roots_dry_run_leaves_candidate_roots_cards_and_a_log(tmp_path):
     assert "munet pretrain --agent VitT3" in (tmp_path / "commands.txt").read_text()
 
 
+def test_gpu_roots_refuses_a_python_without_torch_before_any_run(tmp_path):
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\nexit 1\n")  # an interpreter where `import torch` fails
+    fake.chmod(0o755)
+    env = {**os.environ, "DRY": "1", "OUT": str(tmp_path / "out"), "PYTHON": str(fake)}
+    done = subprocess.run(["bash", str(BENCHMARKS / "gpu_roots.sh")], env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2
+    assert f"PYTHON={fake} cannot import torch" in done.stdout
+    assert not any((tmp_path / "out" / "roots").iterdir())  # no run started
+
+
 def write_comparison(path, old, new, old_sha256="aaaa", method="m"):
     """A root_compare.py --json file: per-task (probe, fine-tune at 128 steps) for both roots."""
     figures = lambda table: {  # noqa: E731
