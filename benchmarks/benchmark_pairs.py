@@ -84,8 +84,8 @@ def compare(old_dir: Path, new_dir: Path) -> dict:
             "new": statistics.mean(new[k] for k in keys),
             "difference": statistics.mean(differences),
         }
+    cells = sorted((t, s) for m, t, s in old if m == "system")
     if {"system", "finetune"} <= set(result["methods"]):
-        cells = sorted((t, s) for m, t, s in old if m == "system")
 
         def relative(run: dict, task: str, seed: int) -> float:
             return run[("system", task, seed)] / run[("finetune", task, seed)]
@@ -97,7 +97,7 @@ def compare(old_dir: Path, new_dir: Path) -> dict:
         result["ratio"] = system["new"] / system["old"]
         print(
             f"ratio: {result['ratio']:.3f} (new / old: the system's mean validation quality "
-            f"over {len([k for k in old if k[0] == 'system'])} paired cells)"
+            f"over {len(cells)} paired cells)"
         )
     return result
 

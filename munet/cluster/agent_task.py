@@ -18,7 +18,6 @@ from typing import Any
 
 from munet.cluster.events import Event
 from munet.cluster.worker import AgentStopped, run_agent
-from munet.interrupts import listen_to_cancel
 from munet.job_cancel import JobCancelled, run_watched
 
 log = logging.getLogger("munet.cluster")
@@ -41,8 +40,6 @@ def task_body(
     """Runs inside a Ray worker: the agent, with its events sent to the driver's queue."""
     import ray
 
-    listen_to_cancel()
-
     def send(event: Event) -> None:
         try:
             queue.put(event, timeout=30)
@@ -56,22 +53,10 @@ def task_body(
             log.warning("stop flag unreachable: %s", e)
             return False
 
-    def run(_: Any) -> dict[str, Any]:
-        return run_agent(
-            agent_class,
-            task,
-            state_dir,
-            cycles,
-            overrides,
-            send,
-            lease_tag,
-            lease_ttl,
-            should_stop,
-            tracking,
-        )
-
+    args = (agent_class, task, state_dir, cycles, overrides, send, lease_tag, lease_ttl,
+            should_stop, tracking)  # fmt: skip
     try:
-        return run_watched(run, None, should_stop, poll_s=STOP_POLL_S)
+        return run_watched(lambda args: run_agent(*args), args, should_stop, poll_s=STOP_POLL_S)
     except JobCancelled as stopped:
         # Reported as the commit-time stop is: its committed states are kept.
         raise AgentStopped(f"{agent_class} on {task}: {stopped}") from None

@@ -154,15 +154,16 @@ def test_a_stop_request_ends_the_agent_after_its_commit_and_frees_its_lock(
 
 @pytest.mark.parametrize("inherited", ["SIG_IGN", "SIG_DFL"])
 def test_a_worker_started_with_sigint_ignored_can_still_be_cancelled(inherited):
-    """Ray cancels a running task by simulating SIGINT in it; a worker that inherited an
-    ignored SIGINT (a launch from a CI job or `nohup`), or none, must take it back first."""
+    """A stop interrupts a running task by simulating SIGINT in it (munet.job_cancel, which
+    calls listen_to_cancel first); a worker that inherited an ignored SIGINT (a launch from a
+    CI job or `nohup`), or none, must take it back first."""
     import subprocess
     import sys
 
     code = (
         "import _thread, signal\n"
         f"signal.signal(signal.SIGINT, int(signal.{inherited}))\n"
-        "from munet.cluster.agent_task import listen_to_cancel\n"
+        "from munet.interrupts import listen_to_cancel\n"
         "_thread.interrupt_main()\n"
         "print('ignored')\n"
         "listen_to_cancel()\n"
