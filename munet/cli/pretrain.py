@@ -57,6 +57,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "so the features keep colour and layout (0: off, the default; docs/pretrain.md)",
     )
     parser.add_argument(
+        "--hog",
+        type=int,
+        default=0,
+        help="also regress histograms of oriented gradients on a SIDE x SIDE grid of cells "
+        "from the class token, so the features keep which way edges run (0: off, the "
+        "default; docs/pretrain.md)",
+    )
+    parser.add_argument(
         "--label-smoothing",
         type=float,
         default=0.1,
@@ -117,6 +125,7 @@ _RECORDED = (
     ("--classes", "classes", 100),
     ("--instances", "instances", 1),
     ("--thumbnail", "thumbnail", 0),
+    ("--hog", "hog", 0),
     ("--label-smoothing", "label_smoothing", 0.1),
     ("--batch-size", "batch_size", 128),
     ("--lr", "lr", 1e-3),
@@ -178,6 +187,7 @@ def _pretrain(args: argparse.Namespace) -> int:
             num_classes=args.classes,
             instances=args.instances,
             thumbnail=args.thumbnail,
+            hog=args.hog,
             label_smoothing=args.label_smoothing,
             batch_size=args.batch_size,
             lr=args.lr,

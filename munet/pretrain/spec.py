@@ -39,6 +39,10 @@ class PretrainSpec:
     # only asks for the formula lets the features drop what it does not need (colour, where
     # things are); the thumbnail asks the class token to keep a coarse picture of the image.
     thumbnail: int = 0
+    # Side of a grid of histograms of oriented gradients (HOG: Dalal & Triggs 2005; the target
+    # of MaskFeat, Wei et al. 2022) that the class token also regresses; 0 = off. Where the
+    # thumbnail keeps colour, this keeps which way the edges run, cell by cell.
+    hog: int = 0
 
     def validate(self) -> PretrainSpec:
         """Raises ValueError naming the first bad field."""
@@ -50,6 +54,11 @@ class PretrainSpec:
             raise ValueError(
                 f"thumbnail {self.thumbnail!r}: expected 0 (off) or a side of 1 to the image "
                 f"size {self.image_size}"
+            )
+        if not 0 <= self.hog <= self.image_size:
+            raise ValueError(
+                f"hog {self.hog!r}: expected 0 (off) or a grid side of 1 to the image size "
+                f"{self.image_size}"
             )
         if self.num_classes < 2 * len(recipe_kinds(self.recipe)):
             raise ValueError(
@@ -79,16 +88,21 @@ class PretrainSpec:
 
     @property
     def outputs(self) -> int:
-        """The pretraining head's width: the class logits, then the thumbnail's values."""
-        return self.num_classes + 3 * self.thumbnail**2
+        """The pretraining head's width: the class logits, then the thumbnail's values, then
+        the gradient histograms'."""
+        return self.num_classes + 3 * self.thumbnail**2 + HOG_BINS * self.hog**2
 
     def arch(self, num_classes: int | None = None) -> VitArch:
         classes = self.outputs if num_classes is None else num_classes
         return VitArch.from_size(self.model, num_layers=self.num_layers, num_classes=classes)
 
 
-# The thumbnail's mean squared error is added to the cross-entropy with this weight.
+# The thumbnail's and the gradient histograms' mean squared errors are added to the
+# cross-entropy with these weights.
 THUMBNAIL_WEIGHT = 1.0
+HOG_WEIGHT = 1.0
+# Unsigned orientation bins over 0-180 degrees, as in Dalal & Triggs.
+HOG_BINS = 9
 
 
 def thumbnail_target(images: torch.Tensor, side: int) -> torch.Tensor:
@@ -97,17 +111,45 @@ def thumbnail_target(images: torch.Tensor, side: int) -> torch.Tensor:
     return F.adaptive_avg_pool2d(images, side).flatten(1)
 
 
+def hog_target(images: torch.Tensor, side: int) -> torch.Tensor:
+    """Histograms of oriented gradients of the images (B, 3, S, S) on a ``side`` x ``side``
+    grid of cells, (B, HOG_BINS * side * side): central-difference gradients of the channel
+    mean, each pixel's magnitude split linearly between the two nearest of ``HOG_BINS``
+    unsigned orientation bins, pooled per cell, each cell's histogram scaled to unit length
+    (a cell without edges stays zero)."""
+    gray = images.float().mean(dim=1, keepdim=True)
+    padded = F.pad(gray, (1, 1, 1, 1), mode="replicate")
+    gx = (padded[..., 1:-1, 2:] - padded[..., 1:-1, :-2]) / 2
+    gy = (padded[..., 2:, 1:-1] - padded[..., :-2, 1:-1]) / 2
+    magnitude = torch.sqrt(gx**2 + gy**2)
+    # Orientation in [0, pi), in bin units; bin b is centred at (b + 0.5) * pi / HOG_BINS and
+    # takes 1 - (circular distance to its centre) of the magnitude, when that is positive.
+    position = torch.remainder(torch.atan2(gy, gx), math.pi) * (HOG_BINS / math.pi) - 0.5
+    centres = torch.arange(HOG_BINS, device=images.device, dtype=position.dtype)
+    half = HOG_BINS / 2
+    distance = torch.remainder(position - centres.view(1, -1, 1, 1) + half, HOG_BINS) - half
+    bins = torch.clamp(1 - distance.abs(), min=0) * magnitude
+    cells = F.adaptive_avg_pool2d(bins, side)
+    return F.normalize(cells, dim=1).flatten(1)
+
+
 def pretrain_loss(
     logits: torch.Tensor, images: torch.Tensor, labels: torch.Tensor, spec: PretrainSpec
 ) -> torch.Tensor:
-    """Cross-entropy on the class logits, plus the thumbnail's weighted error when on."""
+    """Cross-entropy on the class logits, plus the thumbnail's and the gradient histograms'
+    weighted errors where they are on."""
     loss = F.cross_entropy(
         logits[:, : spec.num_classes].float(), labels, label_smoothing=spec.label_smoothing
     )
+    start = spec.num_classes
     if spec.thumbnail:
+        end = start + 3 * spec.thumbnail**2
         target = thumbnail_target(images, spec.thumbnail)
-        error = F.mse_loss(logits[:, spec.num_classes :].float(), target)
-        loss = loss + THUMBNAIL_WEIGHT * error
+        loss = loss + THUMBNAIL_WEIGHT * F.mse_loss(logits[:, start:end].float(), target)
+        start = end
+    if spec.hog:
+        target = hog_target(images, spec.hog)
+        loss = loss + HOG_WEIGHT * F.mse_loss(logits[:, start:].float(), target)
     return loss
 
 

@@ -2,6 +2,7 @@
 a SIGKILLed demo leaves no worker training, committing states or holding an agent's lock."""
 
 import os
+import re
 import select
 import signal
 import subprocess
@@ -53,10 +54,56 @@ def _describe(pid: int) -> str:
     tick = os.sysconf("SC_CLK_TCK")
     # Fields 14, 15 and 22 of stat (utime, stime, start time), counted after the command name.
     cpu, age = (int(stat[11]) + int(stat[12])) / tick, uptime - int(stat[19]) / tick
-    return (
+    described = (
         f"{pid} [{status.get('State', '?')}, parent {status.get('PPid', '?')}, "
-        f"{age:.1f} s old, {cpu:.2f} s of CPU]: {command[:200]}"
+        f"{status.get('Threads', '?')} threads, {age:.1f} s old, {cpu:.2f} s of CPU]: "
+        f"{command[:200]}"
     )
+    tracker_fd = re.search(r"resource_tracker import main;main\((\d+)\)", command)
+    if tracker_fd:  # It waits for the end of its pipe: name who still holds the other end.
+        described += f"; its pipe is held by {_pipe_holders(pid, int(tracker_fd.group(1)))}"
+    return described
+
+
+def _descriptors(process: Path) -> set[str]:
+    """What the open descriptors of `process` point at (those that close while read are
+    skipped: the listing's own, among others)."""
+    found = set()
+    try:
+        links = list((process / "fd").iterdir())
+    except OSError:
+        return found
+    for link in links:
+        try:
+            found.add(os.readlink(link))
+        except OSError:
+            continue
+    return found
+
+
+def _pipe_holders(pid: int, fd: int) -> list[str]:
+    """Every other process with an open descriptor on the pipe `pid` reads at `fd`, with its
+    state and thread count (a process whose leader exited but whose threads have not still
+    holds its descriptors)."""
+    try:
+        pipe = os.readlink(f"/proc/{pid}/fd/{fd}")
+    except OSError:
+        return ["(unreadable)"]
+    holders = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == pid:
+            continue
+        if pipe not in _descriptors(entry):
+            continue
+        try:
+            status = (entry / "status").read_text()
+            state = re.search(r"State:\t(.*)", status).group(1)
+            threads = len(list((entry / "task").iterdir()))
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:120]
+        except OSError:
+            continue
+        holders.append(f"{entry.name} [{state}, {threads} threads]: {command}")
+    return holders
 
 
 def _committed(state: Path) -> list[str]:

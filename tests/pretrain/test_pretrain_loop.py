@@ -18,7 +18,13 @@ from munet.pretrain.loop import (
     pretrain,
 )
 from munet.pretrain.roots import sha256_file
-from munet.pretrain.spec import new_model, new_optimizer, pretrain_loss, thumbnail_target
+from munet.pretrain.spec import (
+    hog_target,
+    new_model,
+    new_optimizer,
+    pretrain_loss,
+    thumbnail_target,
+)
 
 
 def test_a_resumed_run_ends_with_the_same_weights_as_a_straight_one(tiny_spec, tmp_path):
@@ -164,6 +170,88 @@ def test_a_thumbnail_run_learns_the_thumbnail_and_ships_a_headless_root(tiny_spe
     result = pretrain(spec, tmp_path, steps=2, progress=False, eval_examples=16)
     assert not any(k.startswith("head.") for k in load_file(str(result.root_file)))
     assert result.card["recipe"]["thumbnail"] == 2
+
+
+def test_the_gradient_histograms_see_which_way_an_edge_runs():
+    vertical = torch.zeros(1, 3, 8, 8)
+    vertical[..., 4:] = 1.0  # brighter to the right: the gradient points along x (0 degrees)
+    horizontal = vertical.transpose(2, 3)  # brighter below: along y (90 degrees)
+    # Nine bins of 20 degrees centred at 10, 30, ... 170: 0 degrees lies halfway between the
+    # first and the last, 90 at the centre of the fifth.
+    root_half = 0.5**0.5
+    assert torch.allclose(hog_target(vertical, 1)[0], _bins({0: root_half, 8: root_half}))
+    assert torch.allclose(hog_target(horizontal, 1)[0], _bins({4: 1.0}))
+    # A ramp brighter to the lower right (45 degrees: a quarter of the way from the bin at 30
+    # to the one at 50) and its mirror (135 degrees); the image's border, where the replicated
+    # edge halves one component, moves each value by < 0.03.
+    ramp = torch.arange(64.0)
+    shares = torch.tensor([0.25, 0.75]) / (0.25**2 + 0.75**2) ** 0.5
+    down_right = (ramp[None, :] + ramp[:, None]).expand(1, 3, 64, 64) / 64
+    assert torch.allclose(
+        hog_target(down_right, 1)[0], _bins({1: shares[0], 2: shares[1]}), atol=0.03
+    )
+    mirrored = down_right.flip(2)
+    assert torch.allclose(
+        hog_target(mirrored, 1)[0], _bins({7: shares[0], 6: shares[1]}), atol=0.03
+    )
+    # Per cell, on a 2 x 2 grid: the step of `vertical` lies between the left and right cells,
+    # so all four see it, in the same two bins. A flat image has no edges: every cell stays
+    # zero rather than dividing by nothing.
+    cells = hog_target(vertical, 2).view(9, 4)
+    assert torch.all(cells[1:8] == 0) and torch.allclose(cells[0], torch.full((4,), root_half))
+    assert torch.equal(hog_target(torch.ones(2, 3, 8, 8), 2), torch.zeros(2, 36))
+
+
+def _bins(values: dict[int, float]) -> torch.Tensor:
+    histogram = torch.zeros(9)
+    for index, value in values.items():
+        histogram[index] = value
+    return histogram
+
+
+def test_the_hog_loss_follows_the_thumbnail_in_the_head(tiny_spec):
+    spec = type(tiny_spec)(**{**tiny_spec.__dict__, "thumbnail": 2, "hog": 2})
+    assert spec.outputs == 5 + 12 + 36 and spec.arch().num_classes == 53
+    images = torch.rand(4, 3, 8, 8) * 2 - 1
+    labels = torch.tensor([0, 1, 4, 2])
+    logits = torch.randn(4, 53)
+    expected = (
+        F.cross_entropy(logits[:, :5], labels, label_smoothing=0.1)
+        + F.mse_loss(logits[:, 5:17], thumbnail_target(images, 2))
+        + F.mse_loss(logits[:, 17:], hog_target(images, 2))
+    )
+    assert torch.allclose(pretrain_loss(logits, images, labels, spec), expected)
+    hog_only = type(tiny_spec)(**{**tiny_spec.__dict__, "hog": 1})
+    assert torch.allclose(
+        pretrain_loss(logits[:, :14], images, labels, hog_only),
+        F.cross_entropy(logits[:, :5], labels, label_smoothing=0.1)
+        + F.mse_loss(logits[:, 5:14], hog_target(images, 1)),
+    )
+    for side in (-1, 9):
+        with pytest.raises(ValueError, match=f"hog {side}"):
+            type(tiny_spec)(**{**tiny_spec.__dict__, "hog": side}).validate()
+
+
+def test_a_hog_run_learns_the_histograms_and_ships_a_headless_root(tiny_spec, tmp_path):
+    spec = type(tiny_spec)(**{**tiny_spec.__dict__, "hog": 2, "lr": 3e-3})
+    recipe = spec.make_recipe()
+    probe_images = torch.cat([batch_for_step(spec, recipe, 10_000 + i)[0] for i in range(4)])
+
+    def hog_error(model):
+        with torch.no_grad():
+            outputs = model(probe_images)[:, spec.num_classes :]
+        return float(F.mse_loss(outputs, hog_target(probe_images, 2)))
+
+    model = new_model(spec)
+    optimizer = new_optimizer(model, spec)
+    before = hog_error(model)
+    for step in range(20):  # The loop's own step: it fails if the loop leaves the target out.
+        images, labels = batch_for_step(spec, recipe, step)
+        _train_step(model, optimizer, images, labels, spec, "fp32", torch.device("cpu"))
+    assert hog_error(model) < 0.5 * before
+    result = pretrain(spec, tmp_path, steps=2, progress=False, eval_examples=16)
+    assert not any(k.startswith("head.") for k in load_file(str(result.root_file)))
+    assert result.card["recipe"]["hog"] == 2
 
 
 def test_a_minutes_budget_becomes_a_recorded_step_count(tiny_spec, tmp_path):
