@@ -1,6 +1,7 @@
 """The demo's worker processes die with the demo at any instant, start-up included (issue 25):
 a SIGKILLed demo leaves no worker training, committing states or holding an agent's lock."""
 
+import contextlib
 import os
 import re
 import select
@@ -38,6 +39,31 @@ def _tagged_processes(tag: str) -> list[int]:
     return found
 
 
+def _exiting(pid: int) -> bool:
+    """Whether `pid` is a killed process still on its way out: its first thread has exited
+    (it shows as a zombie, its environment unreadable) but another thread has not, and holds
+    the process's descriptors (its pipes, its agent's lock) until it does."""
+    try:
+        threads = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return False
+    for thread in threads:
+        try:
+            if "State:\tZ" not in (thread / "status").read_text():
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _demo_processes(tag: str, seen: set[int]) -> list[int]:
+    """The demo's processes not yet gone: those with `tag`, and those seen with it before
+    (added to `seen`) that are still exiting."""
+    tagged = _tagged_processes(tag)
+    seen.update(tagged)
+    return sorted(set(tagged) | {pid for pid in seen if _exiting(pid)})
+
+
 def _describe(pid: int) -> str:
     """A survivor as a failure should name it: command line, state and parent."""
     try:
@@ -55,14 +81,24 @@ def _describe(pid: int) -> str:
     # Fields 14, 15 and 22 of stat (utime, stime, start time), counted after the command name.
     cpu, age = (int(stat[11]) + int(stat[12])) / tick, uptime - int(stat[19]) / tick
     described = (
-        f"{pid} [{status.get('State', '?')}, parent {status.get('PPid', '?')}, "
-        f"{status.get('Threads', '?')} threads, {age:.1f} s old, {cpu:.2f} s of CPU]: "
-        f"{command[:200]}"
+        f"{pid} [{status.get('State', '?')}, parent {status.get('PPid', '?')}, threads "
+        f"{_thread_states(pid)}, {age:.1f} s old, {cpu:.2f} s of CPU]: {command[:200]}"
     )
     tracker_fd = re.search(r"resource_tracker import main;main\((\d+)\)", command)
     if tracker_fd:  # It waits for the end of its pipe: name who still holds the other end.
         described += f"; its pipe is held by {_pipe_holders(pid, int(tracker_fd.group(1)))}"
     return described
+
+
+def _thread_states(pid: int) -> str:
+    """The one-letter state of each thread of `pid` (D: waiting on the disk, uninterruptibly)."""
+    states = []
+    for thread in sorted(Path(f"/proc/{pid}/task").glob("*")):
+        try:
+            states.append(re.search(r"State:\t(\S)", (thread / "status").read_text()).group(1))
+        except (OSError, AttributeError):
+            states.append("?")
+    return "".join(states) or "?"
 
 
 def _descriptors(process: Path) -> set[str]:
@@ -83,8 +119,8 @@ def _descriptors(process: Path) -> set[str]:
 
 def _pipe_holders(pid: int, fd: int) -> list[str]:
     """Every other process with an open descriptor on the pipe `pid` reads at `fd`, with its
-    state and thread count (a process whose leader exited but whose threads have not still
-    holds its descriptors)."""
+    state and thread count. Each thread's descriptors are read: those of a process whose first
+    thread has exited show under its other threads only."""
     try:
         pipe = os.readlink(f"/proc/{pid}/fd/{fd}")
     except OSError:
@@ -93,16 +129,19 @@ def _pipe_holders(pid: int, fd: int) -> list[str]:
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == pid:
             continue
-        if pipe not in _descriptors(entry):
+        try:
+            threads = list((entry / "task").iterdir())
+        except OSError:
+            continue
+        if not any(pipe in _descriptors(thread) for thread in threads):
             continue
         try:
             status = (entry / "status").read_text()
             state = re.search(r"State:\t(.*)", status).group(1)
-            threads = len(list((entry / "task").iterdir()))
             command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:120]
         except OSError:
             continue
-        holders.append(f"{entry.name} [{state}, {threads} threads]: {command}")
+        holders.append(f"{entry.name} [{state}, {len(threads)} threads]: {command}")
     return holders
 
 
@@ -140,19 +179,25 @@ def test_killed_demo_leaves_no_worker_behind(tmp_path, delay):
     try:
         _read_until(process, "running 2 agents", timeout=120)
         time.sleep(delay)
+        seen = set(_tagged_processes(tag))  # Each is read again after the kill, dying or not.
         process.send_signal(signal.SIGKILL)
         assert process.wait() == -signal.SIGKILL
         at_kill = _committed(state)
-        deadline = time.monotonic() + 10
-        while _tagged_processes(tag) and time.monotonic() < deadline:
+        # A killed worker is gone once its last thread has exited, which a thread waiting on
+        # the disk (a state being written) can delay; multiprocessing's resource tracker
+        # leaves once every holder of its pipe has. So the wait is for all of them, and long
+        # enough for a loaded machine's disk: it ends as soon as none is left.
+        deadline = time.monotonic() + 30
+        while _demo_processes(tag, seen) and time.monotonic() < deadline:
             time.sleep(0.05)
-        survivors = _tagged_processes(tag)
+        survivors = _demo_processes(tag, seen)
         described = [_describe(pid) for pid in survivors]
     finally:
         process.kill()
         process.stdout.close()
     for pid in survivors:  # Clean up before failing: these are this test's processes.
-        os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
     assert not survivors, f"processes outlived the killed demo: {described}"
     assert _committed(state) == at_kill, "a state was committed after the demo was killed"
     store = SystemStore(str(state))
