@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -90,7 +91,16 @@ class PretrainSpec:
     def outputs(self) -> int:
         """The pretraining head's width: the class logits, then the thumbnail's values, then
         the gradient histograms'."""
-        return self.num_classes + 3 * self.thumbnail**2 + HOG_BINS * self.hog**2
+        return self.num_classes + sum(width for _, width, _, _ in self.extra_targets())
+
+    def extra_targets(self) -> list[tuple[str, int, Callable, float]]:
+        """The regression targets beside the class that are on, in head order: (option, the
+        number of head outputs, target function, loss weight)."""
+        return [
+            (name, channels * getattr(self, name) ** 2, target, weight)
+            for name, channels, target, weight in _EXTRA_TARGETS
+            if getattr(self, name)
+        ]
 
     def arch(self, num_classes: int | None = None) -> VitArch:
         classes = self.outputs if num_classes is None else num_classes
@@ -142,15 +152,19 @@ def pretrain_loss(
         logits[:, : spec.num_classes].float(), labels, label_smoothing=spec.label_smoothing
     )
     start = spec.num_classes
-    if spec.thumbnail:
-        end = start + 3 * spec.thumbnail**2
-        target = thumbnail_target(images, spec.thumbnail)
-        loss = loss + THUMBNAIL_WEIGHT * F.mse_loss(logits[:, start:end].float(), target)
-        start = end
-    if spec.hog:
-        target = hog_target(images, spec.hog)
-        loss = loss + HOG_WEIGHT * F.mse_loss(logits[:, start:].float(), target)
+    for name, width, target, weight in spec.extra_targets():
+        outputs = logits[:, start : start + width].float()
+        loss = loss + weight * F.mse_loss(outputs, target(images, getattr(spec, name)))
+        start += width
     return loss
+
+
+# Each regression target beside the class, in head order: (PretrainSpec field holding its
+# side, values per cell, target function, loss weight).
+_EXTRA_TARGETS = (
+    ("thumbnail", 3, thumbnail_target, THUMBNAIL_WEIGHT),
+    ("hog", HOG_BINS, hog_target, HOG_WEIGHT),
+)
 
 
 def _step_seed(seed: int, step: int, stream: str = "train") -> int:

@@ -43,17 +43,7 @@ def _exiting(pid: int) -> bool:
     """Whether `pid` is a killed process still on its way out: its first thread has exited
     (it shows as a zombie, its environment unreadable) but another thread has not, and holds
     the process's descriptors (its pipes, its agent's lock) until it does."""
-    try:
-        threads = list(Path(f"/proc/{pid}/task").iterdir())
-    except OSError:
-        return False
-    for thread in threads:
-        try:
-            if "State:\tZ" not in (thread / "status").read_text():
-                return True
-        except OSError:
-            continue
-    return False
+    return any(state not in "Z?" for state in _thread_states(pid))
 
 
 def _demo_processes(tag: str, seen: set[int]) -> list[int]:

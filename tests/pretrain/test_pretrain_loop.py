@@ -141,25 +141,28 @@ def test_the_thumbnail_loss_adds_the_pooled_images_error_to_the_class_loss(tiny_
             type(tiny_spec)(**{**tiny_spec.__dict__, "thumbnail": side}).validate()
 
 
-def test_a_thumbnail_run_learns_the_thumbnail_and_ships_a_headless_root(tiny_spec, tmp_path):
-    spec = type(tiny_spec)(**{**tiny_spec.__dict__, "thumbnail": 2, "lr": 3e-3})
+@pytest.mark.parametrize("option, target", [("thumbnail", thumbnail_target), ("hog", hog_target)])
+def test_a_run_learns_its_extra_target_and_ships_a_headless_root(
+    tiny_spec, tmp_path, option, target
+):
+    spec = type(tiny_spec)(**{**tiny_spec.__dict__, option: 2, "lr": 3e-3})
     recipe = spec.make_recipe()
     probe_images = torch.cat([batch_for_step(spec, recipe, 10_000 + i)[0] for i in range(4)])
 
-    def thumbnail_error(model):
+    def target_error(model):
         with torch.no_grad():
             outputs = model(probe_images)[:, spec.num_classes :]
-        return float(F.mse_loss(outputs, thumbnail_target(probe_images, 2)))
+        return float(F.mse_loss(outputs, target(probe_images, 2)))
 
     model = new_model(spec)
     optimizer = new_optimizer(model, spec)
-    before = thumbnail_error(model)
-    # The loop's own training step, so the test fails if the loop leaves the thumbnail out.
+    before = target_error(model)
+    # The loop's own training step, so the test fails if the loop leaves the target out.
     for step in range(20):
         images, labels = batch_for_step(spec, recipe, step)
         _train_step(model, optimizer, images, labels, spec, "fp32", torch.device("cpu"))
-    assert thumbnail_error(model) < 0.5 * before
-    # Held-out accuracy reads the class outputs only: thumbnail outputs that would win every
+    assert target_error(model) < 0.5 * before
+    # Held-out accuracy reads the class outputs only: target outputs that would win every
     # argmax change nothing.
     held_out = HeldOut(spec, recipe, torch.device("cpu"), 32)
     classes_only = evaluate(model, held_out)
@@ -169,7 +172,7 @@ def test_a_thumbnail_run_learns_the_thumbnail_and_ships_a_headless_root(tiny_spe
     # Through the loop: a root without the head, the option on the card.
     result = pretrain(spec, tmp_path, steps=2, progress=False, eval_examples=16)
     assert not any(k.startswith("head.") for k in load_file(str(result.root_file)))
-    assert result.card["recipe"]["thumbnail"] == 2
+    assert result.card["recipe"][option] == 2
 
 
 def test_the_gradient_histograms_see_which_way_an_edge_runs():
@@ -230,28 +233,6 @@ def test_the_hog_loss_follows_the_thumbnail_in_the_head(tiny_spec):
     for side in (-1, 9):
         with pytest.raises(ValueError, match=f"hog {side}"):
             type(tiny_spec)(**{**tiny_spec.__dict__, "hog": side}).validate()
-
-
-def test_a_hog_run_learns_the_histograms_and_ships_a_headless_root(tiny_spec, tmp_path):
-    spec = type(tiny_spec)(**{**tiny_spec.__dict__, "hog": 2, "lr": 3e-3})
-    recipe = spec.make_recipe()
-    probe_images = torch.cat([batch_for_step(spec, recipe, 10_000 + i)[0] for i in range(4)])
-
-    def hog_error(model):
-        with torch.no_grad():
-            outputs = model(probe_images)[:, spec.num_classes :]
-        return float(F.mse_loss(outputs, hog_target(probe_images, 2)))
-
-    model = new_model(spec)
-    optimizer = new_optimizer(model, spec)
-    before = hog_error(model)
-    for step in range(20):  # The loop's own step: it fails if the loop leaves the target out.
-        images, labels = batch_for_step(spec, recipe, step)
-        _train_step(model, optimizer, images, labels, spec, "fp32", torch.device("cpu"))
-    assert hog_error(model) < 0.5 * before
-    result = pretrain(spec, tmp_path, steps=2, progress=False, eval_examples=16)
-    assert not any(k.startswith("head.") for k in load_file(str(result.root_file)))
-    assert result.card["recipe"]["hog"] == 2
 
 
 def test_a_minutes_budget_becomes_a_recorded_step_count(tiny_spec, tmp_path):
