@@ -65,6 +65,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "default; docs/pretrain.md)",
     )
     parser.add_argument(
+        "--contrastive",
+        type=int,
+        default=0,
+        help="also tell each image apart from the rest of its batch against a second view of "
+        "it (SimCLR's loss) with an embedding of this width, so the features keep what "
+        "tells images apart; twice the compute per step (0: off, the default; "
+        "docs/pretrain.md)",
+    )
+    parser.add_argument(
         "--label-smoothing",
         type=float,
         default=0.1,
@@ -126,6 +135,7 @@ _RECORDED = (
     ("--instances", "instances", 1),
     ("--thumbnail", "thumbnail", 0),
     ("--hog", "hog", 0),
+    ("--contrastive", "contrastive", 0),
     ("--label-smoothing", "label_smoothing", 0.1),
     ("--batch-size", "batch_size", 128),
     ("--lr", "lr", 1e-3),
@@ -188,6 +198,7 @@ def _pretrain(args: argparse.Namespace) -> int:
             instances=args.instances,
             thumbnail=args.thumbnail,
             hog=args.hog,
+            contrastive=args.contrastive,
             label_smoothing=args.label_smoothing,
             batch_size=args.batch_size,
             lr=args.lr,

@@ -48,6 +48,7 @@ from munet.pretrain.spec import (
     new_model,
     new_optimizer,
     pretrain_loss,
+    view_for_step,
 )
 from munet.pretrain.workdir import PretrainLockedError, WorkDirLock, load_state, save_state
 
@@ -270,7 +271,9 @@ def _run(
             total_for_lr = meta["total_steps"] or _minutes_probe_total(minutes)
             for group in optimizer.param_groups:
                 group["lr"] = lr_at(spec, step, total_for_lr)
-            loss = _train_step(model, optimizer, images, labels, spec, precision, torch_device)
+            loss = _train_step(
+                model, optimizer, images, labels, spec, precision, torch_device, step
+            )
             loss_sum += loss
             loss_count += 1
             meta["step"] = step + 1
@@ -332,13 +335,19 @@ def _run(
 
 def _train_step(
     model: torch.nn.Module, optimizer: torch.optim.Optimizer, images: torch.Tensor,
-    labels: torch.Tensor, spec: PretrainSpec, precision: str, device: torch.device,
+    labels: torch.Tensor, spec: PretrainSpec, precision: str, device: torch.device, step: int,
 ) -> torch.Tensor:  # fmt: skip
     """One AdamW step; the loss (detached, on the device)."""
     images = images.to(device, non_blocking=True)
+    labels = labels.to(device, non_blocking=True)
     with _autocast(precision, device):
-        logits = model(images)
-        loss = pretrain_loss(logits, images, labels.to(device, non_blocking=True), spec)
+        if spec.contrastive:
+            # One pass over the images and their second views together.
+            views = view_for_step(spec, images, step)
+            logits, view_outputs = model(torch.cat([images, views])).chunk(2)
+            loss = pretrain_loss(logits, images, labels, spec, view_outputs)
+        else:
+            loss = pretrain_loss(model(images), images, labels, spec)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

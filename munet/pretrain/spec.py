@@ -14,6 +14,7 @@ import torch.nn.functional as F
 
 from munet.models import VitArch, init_components, load_components
 from munet.models.vit import VisionTransformer
+from munet.pretrain.contrastive import nt_xent, second_view
 from munet.pretrain.generators import Recipe, make_recipe, recipe_kinds, sample_batch
 
 
@@ -44,6 +45,11 @@ class PretrainSpec:
     # of MaskFeat, Wei et al. 2022) that the class token also regresses; 0 = off. Where the
     # thumbnail keeps colour, this keeps which way the edges run, cell by cell.
     hog: int = 0
+    # Width of an embedding (a linear projection of the class token) by which each image is
+    # told apart from the rest of its batch, against a second view of it (contrastive.py:
+    # SimCLR's NT-Xent beside the class); 0 = off. Each step then runs the model on twice the
+    # batch.
+    contrastive: int = 0
 
     def validate(self) -> PretrainSpec:
         """Raises ValueError naming the first bad field."""
@@ -60,6 +66,10 @@ class PretrainSpec:
             raise ValueError(
                 f"hog {self.hog!r}: expected 0 (off) or a grid side of 1 to the image size "
                 f"{self.image_size}"
+            )
+        if self.contrastive < 0:
+            raise ValueError(
+                f"contrastive {self.contrastive!r}: expected 0 (off) or an embedding width"
             )
         if self.num_classes < 2 * len(recipe_kinds(self.recipe)):
             raise ValueError(
@@ -89,9 +99,10 @@ class PretrainSpec:
 
     @property
     def outputs(self) -> int:
-        """The pretraining head's width: the class logits, then the thumbnail's values, then
-        the gradient histograms'."""
-        return self.num_classes + sum(width for _, width, _, _ in self.extra_targets())
+        """The pretraining head's width: the class logits, then the thumbnail's values, the
+        gradient histograms', and the contrastive embedding."""
+        extra = sum(width for _, width, _, _ in self.extra_targets())
+        return self.num_classes + extra + self.contrastive
 
     def extra_targets(self) -> list[tuple[str, int, Callable, float]]:
         """The regression targets beside the class that are on, in head order: (option, the
@@ -111,6 +122,8 @@ class PretrainSpec:
 # cross-entropy with these weights.
 THUMBNAIL_WEIGHT = 1.0
 HOG_WEIGHT = 1.0
+# The contrastive loss is added with this weight.
+CONTRASTIVE_WEIGHT = 1.0
 # Unsigned orientation bins over 0-180 degrees, as in Dalal & Triggs.
 HOG_BINS = 9
 
@@ -144,10 +157,17 @@ def hog_target(images: torch.Tensor, side: int) -> torch.Tensor:
 
 
 def pretrain_loss(
-    logits: torch.Tensor, images: torch.Tensor, labels: torch.Tensor, spec: PretrainSpec
-) -> torch.Tensor:
+    logits: torch.Tensor, images: torch.Tensor, labels: torch.Tensor, spec: PretrainSpec,
+    view_outputs: torch.Tensor | None = None,
+) -> torch.Tensor:  # fmt: skip
     """Cross-entropy on the class logits, plus the thumbnail's and the gradient histograms'
-    weighted errors where they are on."""
+    weighted errors where they are on, plus the contrastive loss between the embeddings of the
+    images and of their second views (``view_outputs``: the head's outputs on the views)
+    where that is on.
+
+    Raises:
+        ValueError: the spec is contrastive and ``view_outputs`` is missing.
+    """
     loss = F.cross_entropy(
         logits[:, : spec.num_classes].float(), labels, label_smoothing=spec.label_smoothing
     )
@@ -156,6 +176,11 @@ def pretrain_loss(
         outputs = logits[:, start : start + width].float()
         loss = loss + weight * F.mse_loss(outputs, target(images, getattr(spec, name)))
         start += width
+    if spec.contrastive:
+        if view_outputs is None:
+            raise ValueError("contrastive spec: expected the head's outputs on the second views")
+        width = spec.contrastive
+        loss = loss + CONTRASTIVE_WEIGHT * nt_xent(logits[:, -width:], view_outputs[:, -width:])
     return loss
 
 
@@ -185,6 +210,13 @@ def batch_for_step(
     return sample_batch(recipe, spec.batch_size, spec.image_size, g)
 
 
+def view_for_step(spec: PretrainSpec, images: torch.Tensor, step: int) -> torch.Tensor:
+    """The second views of the batch of ``step`` (contrastive specs), a pure function of the
+    spec's seed, the step and the images."""
+    g = torch.Generator(device=images.device).manual_seed(_step_seed(spec.seed, step, "view"))
+    return second_view(images, g)
+
+
 def lr_at(spec: PretrainSpec, step: int, total_steps: int) -> float:
     """Linear warmup, then cosine decay to zero over ``total_steps``."""
     warmup = max(1, int(spec.warmup_ratio * total_steps))
@@ -198,7 +230,16 @@ def new_model(spec: PretrainSpec) -> VisionTransformer:
     arch = spec.arch()
     model = VisionTransformer(arch, spec.image_size)
     generator = torch.Generator().manual_seed(spec.seed)
-    return load_components(model, init_components(arch, spec.image_size, generator))
+    model = load_components(model, init_components(arch, spec.image_size, generator))
+    if spec.contrastive:
+        # The head starts at zero (vit_jax's fresh head), which suits logits and regressions,
+        # but embeddings all at zero give the contrastive loss no gradient: its rows start
+        # LeCun-normal instead, from their own stream (the rest of the model is unchanged).
+        g = torch.Generator().manual_seed(_step_seed(spec.seed, 0, "projection"))
+        rows = model.head.weight[-spec.contrastive :]
+        with torch.no_grad():
+            rows.copy_(torch.randn(rows.shape, generator=g) / math.sqrt(rows.shape[1]))
+    return model
 
 
 def new_optimizer(model: torch.nn.Module, spec: PretrainSpec) -> torch.optim.AdamW:

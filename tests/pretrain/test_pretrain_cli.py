@@ -31,6 +31,7 @@ def test_pretrain_writes_a_root_and_card_and_resumes(tmp_path, capsys):
         ("--instances", "instances", "3", "0", "instances 0"),
         ("--thumbnail", "thumbnail", "2", "9", "thumbnail 9"),  # 9: larger than the 8 px image
         ("--hog", "hog", "2", "9", "hog 9"),
+        ("--contrastive", "contrastive", "4", "-1", "contrastive -1"),
         ("--label-smoothing", "label_smoothing", "0.0", "1.5", "label_smoothing 1.5"),
     ],
 )

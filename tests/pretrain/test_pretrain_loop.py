@@ -160,7 +160,7 @@ def test_a_run_learns_its_extra_target_and_ships_a_headless_root(
     # The loop's own training step, so the test fails if the loop leaves the target out.
     for step in range(20):
         images, labels = batch_for_step(spec, recipe, step)
-        _train_step(model, optimizer, images, labels, spec, "fp32", torch.device("cpu"))
+        _train_step(model, optimizer, images, labels, spec, "fp32", torch.device("cpu"), step)
     assert target_error(model) < 0.5 * before
     # Held-out accuracy reads the class outputs only: target outputs that would win every
     # argmax change nothing.

@@ -1,0 +1,117 @@
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file
+
+from munet.pretrain.contrastive import CROP_AREA, CROP_RATIO, nt_xent, second_view
+from munet.pretrain.loop import _train_step, batch_for_step, pretrain
+from munet.pretrain.spec import (
+    CONTRASTIVE_WEIGHT,
+    new_model,
+    new_optimizer,
+    pretrain_loss,
+    thumbnail_target,
+    view_for_step,
+)
+
+
+def _nt_xent_by_hand(first, second, temperature):
+    """The loss written out per anchor, as in the SimCLR paper's algorithm."""
+    z = [F.normalize(v, dim=0) for v in torch.cat([first, second])]
+    n, losses = len(z), []
+    for i in range(n):
+        partner = (i + n // 2) % n
+        others = [torch.dot(z[i], z[k]) / temperature for k in range(n) if k != i]
+        positive = torch.dot(z[i], z[partner]) / temperature
+        losses.append(torch.logsumexp(torch.stack(others), 0) - positive)
+    return torch.stack(losses).mean()
+
+
+def test_nt_xent_is_simclrs_loss_and_rewards_finding_the_partner():
+    g = torch.Generator().manual_seed(0)
+    first, second = torch.randn(5, 4, generator=g), torch.randn(5, 4, generator=g)
+    for temperature in (0.1, 0.5):
+        assert torch.allclose(
+            nt_xent(first, second, temperature), _nt_xent_by_hand(first, second, temperature)
+        )
+    # Partners equal and every image orthogonal to the others: each anchor's partner wins
+    # by 1 / temperature over 2B - 2 rivals at 0.
+    basis = torch.eye(4)
+    expected = math.log(1 + 6 * math.exp(-10))
+    assert nt_xent(basis, basis, 0.1).item() == pytest.approx(expected, rel=1e-3)
+    # Partners swapped (each view nearest another image's): far worse than chance.
+    assert nt_xent(basis, basis.roll(1, 0), 0.1).item() > math.log(7)
+
+
+def test_a_second_view_is_a_crop_of_the_image_resized_and_maybe_mirrored():
+    size = 24
+    # A horizontal ramp from -1 to 1: a crop of it is a shorter ramp, mirrored or not.
+    ramp = torch.linspace(-1, 1, size).expand(64, 3, size, size).contiguous()
+    g = torch.Generator().manual_seed(0)
+    views = second_view(ramp, g)
+    assert views.shape == ramp.shape
+    rows = views[:, 0, size // 2]
+    steps = rows.diff(dim=1)
+    increasing, decreasing = (steps > 0).all(1), (steps < 0).all(1)
+    assert bool((increasing | decreasing).all())
+    assert 10 < int(decreasing.sum()) < 54  # about half mirrored
+    # The crop stays inside the image and is at least as wide as the smallest crop allowed
+    # (bilinear sampling at the crop's pixel centres shortens the span by one pixel).
+    assert rows.min() >= -1 - 1e-6 and rows.max() <= 1 + 1e-6
+    smallest = math.sqrt(CROP_AREA[0] * CROP_RATIO[0])
+    span = (rows.max(1).values - rows.min(1).values) / 2
+    assert span.min() >= smallest * (size - 1) / size - 1e-4
+    assert span.max() > 0.9  # some crops keep nearly the whole width
+    # The same generator seed, the same views; a constant image stays constant.
+    assert torch.equal(views, second_view(ramp, torch.Generator().manual_seed(0)))
+    flat = torch.full((4, 3, size, size), 0.3)
+    assert torch.allclose(second_view(flat, g), flat)
+
+
+def test_the_contrastive_loss_reads_the_heads_last_outputs(tiny_spec):
+    spec = type(tiny_spec)(**{**tiny_spec.__dict__, "thumbnail": 2, "contrastive": 3})
+    assert spec.outputs == 5 + 12 + 3
+    images = torch.rand(4, 3, 8, 8) * 2 - 1
+    labels = torch.tensor([0, 1, 4, 2])
+    logits, view_outputs = torch.randn(4, 20), torch.randn(4, 20)
+    expected = (
+        F.cross_entropy(logits[:, :5], labels, label_smoothing=0.1)
+        + F.mse_loss(logits[:, 5:17], thumbnail_target(images, 2))
+        + CONTRASTIVE_WEIGHT * nt_xent(logits[:, 17:], view_outputs[:, 17:])
+    )
+    assert torch.allclose(pretrain_loss(logits, images, labels, spec, view_outputs), expected)
+    with pytest.raises(ValueError, match="second views"):
+        pretrain_loss(logits, images, labels, spec)
+    with pytest.raises(ValueError, match="contrastive -1"):
+        type(tiny_spec)(**{**tiny_spec.__dict__, "contrastive": -1}).validate()
+
+
+def test_a_contrastive_run_learns_to_tell_images_apart_and_ships_a_headless_root(
+    tiny_spec, tmp_path
+):
+    spec = type(tiny_spec)(**{**tiny_spec.__dict__, "contrastive": 8, "lr": 3e-3})
+    recipe = spec.make_recipe()
+    probe = torch.cat([batch_for_step(spec, recipe, 10_000 + i)[0] for i in range(4)])
+    probe_views = view_for_step(spec, probe, 10_000)
+    # The views are a function of seed and step, not of the call.
+    assert torch.equal(probe_views, view_for_step(spec, probe, 10_000))
+    assert not torch.equal(probe_views, view_for_step(spec, probe, 10_001))
+
+    def contrastive_loss(model):
+        with torch.no_grad():
+            a, b = model(torch.cat([probe, probe_views]))[:, -8:].chunk(2)
+        return float(nt_xent(a, b))
+
+    model = new_model(spec)
+    optimizer = new_optimizer(model, spec)
+    before = contrastive_loss(model)
+    # The loop's own training step, so the test fails if the loop leaves the views out.
+    for step in range(30):
+        images, labels = batch_for_step(spec, recipe, step)
+        _train_step(model, optimizer, images, labels, spec, "fp32", torch.device("cpu"), step)
+    assert contrastive_loss(model) < 0.9 * before
+    result = pretrain(spec, tmp_path, steps=2, progress=False, eval_examples=16)
+    assert not any(k.startswith("head.") for k in load_file(str(result.root_file)))
+    assert result.card["recipe"]["contrastive"] == 8
