@@ -6,15 +6,15 @@ import torch.nn.functional as F
 from safetensors.torch import load_file
 
 from munet.pretrain.contrastive import CROP_AREA, CROP_RATIO, nt_xent, second_view
-from munet.pretrain.loop import _train_step, batch_for_step, pretrain
+from munet.pretrain.loop import batch_for_step, pretrain
 from munet.pretrain.spec import (
     CONTRASTIVE_WEIGHT,
     new_model,
-    new_optimizer,
     pretrain_loss,
     thumbnail_target,
     view_for_step,
 )
+from tests.pretrain.train_helpers import train_with_the_loops_step
 
 
 def _nt_xent_by_hand(first, second, temperature):
@@ -105,12 +105,8 @@ def test_a_contrastive_run_learns_to_tell_images_apart_and_ships_a_headless_root
         return float(nt_xent(a, b))
 
     model = new_model(spec)
-    optimizer = new_optimizer(model, spec)
     before = contrastive_loss(model)
-    # The loop's own training step, so the test fails if the loop leaves the views out.
-    for step in range(30):
-        images, labels = batch_for_step(spec, recipe, step)
-        _train_step(model, optimizer, images, labels, spec, "fp32", torch.device("cpu"), step)
+    train_with_the_loops_step(model, spec, recipe, 30)
     assert contrastive_loss(model) < 0.9 * before
     result = pretrain(spec, tmp_path, steps=2, progress=False, eval_examples=16)
     assert not any(k.startswith("head.") for k in load_file(str(result.root_file)))

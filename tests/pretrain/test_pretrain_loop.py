@@ -12,7 +12,6 @@ from munet.pretrain.loop import (
     ROOT_FILE,
     HeldOut,
     PretrainStateError,
-    _train_step,
     batch_for_step,
     evaluate,
     pretrain,
@@ -21,10 +20,10 @@ from munet.pretrain.roots import sha256_file
 from munet.pretrain.spec import (
     hog_target,
     new_model,
-    new_optimizer,
     pretrain_loss,
     thumbnail_target,
 )
+from tests.pretrain.train_helpers import train_with_the_loops_step
 
 
 def test_a_resumed_run_ends_with_the_same_weights_as_a_straight_one(tiny_spec, tmp_path):
@@ -155,12 +154,8 @@ def test_a_run_learns_its_extra_target_and_ships_a_headless_root(
         return float(F.mse_loss(outputs, target(probe_images, 2)))
 
     model = new_model(spec)
-    optimizer = new_optimizer(model, spec)
     before = target_error(model)
-    # The loop's own training step, so the test fails if the loop leaves the target out.
-    for step in range(20):
-        images, labels = batch_for_step(spec, recipe, step)
-        _train_step(model, optimizer, images, labels, spec, "fp32", torch.device("cpu"), step)
+    train_with_the_loops_step(model, spec, recipe, 20)
     assert target_error(model) < 0.5 * before
     # Held-out accuracy reads the class outputs only: target outputs that would win every
     # argmax change nothing.
