@@ -129,10 +129,11 @@ def main(argv: list[str] | None = None) -> dict:
             for c in columns
         )
     )
+    count = f"{len(pairs)} pair{'s' if len(pairs) != 1 else ''}"
     if behind:
-        print(f"not shown: behind or level at {', '.join(behind)} ({len(pairs)} pairs)")
+        print(f"not shown: behind or level at {', '.join(behind)} ({count})")
     else:
-        print(f"shown: candidate ahead of base in every column at every pair ({len(pairs)} pairs)")
+        print(f"shown: candidate ahead of base in every column at every pair ({count})")
     return {"pairs": pairs, "means": means, "shown": not behind}
 
 
