@@ -20,6 +20,7 @@ from typing import NoReturn
 
 from munet import __version__
 from munet.cli.errors import EXIT_INTERRUPTED, report_failure
+from munet.interrupts import defer_sigint
 from munet.training.threads import prepare_openmp_env
 
 # First, before any command imports torch: the OpenMP runtime reads its wait policy once, when
@@ -83,9 +84,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = [a for a in argv if a != DEBUG_FLAG]
     try:
         # Building the parser imports every command's module, torch among them (about 2 s):
-        # a Ctrl-C then is the user's too, and exits 130 like one a moment later.
-        parser = build_parser()
-        args = parser.parse_args(argv)
+        # a Ctrl-C then is the user's too, and exits 130 like one a moment later. It is taken
+        # once the imports are done: raised inside one, it can land in an `exec` (dataclasses
+        # build their methods so), and CPython 3.11 then ends a `python -m munet` run by
+        # SIGINT at exit even though the interrupt was caught (exit -2, not 130).
+        with defer_sigint():
+            parser = build_parser()
+            args = parser.parse_args(argv)
     except KeyboardInterrupt:
         # torch may be half imported: say it without report_failure's imports (they import it).
         print("munet: error: interrupted", file=sys.stderr)

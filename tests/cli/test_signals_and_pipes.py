@@ -120,3 +120,29 @@ def test_ctrl_c_while_the_commands_load_is_exit_130_without_a_traceback(monkeypa
     monkeypatch.setattr(munet.cli, "build_parser", interrupted_while_loading)
     assert main(["launch", "--help"]) == 130
     assert capsys.readouterr().err.strip() == "munet: error: interrupted"
+
+
+def test_ctrl_c_inside_an_exec_while_the_commands_load_still_exits_130(tmp_path):
+    # While torch imports, dataclasses build their methods with exec(); a KeyboardInterrupt
+    # raised inside an exec makes CPython 3.11 end a `python -m` run by SIGINT at exit (-2),
+    # even after munet caught it and chose 130. The Ctrl-C is now taken after the imports.
+    (tmp_path / "ctrl_c_in_exec.py").write_text(
+        "import sys\n"
+        "import munet.cli\n"
+        "build_parser = munet.cli.build_parser\n"
+        "def loading():\n"
+        "    exec('import os, signal, time\\n'\n"
+        "         'os.kill(os.getpid(), signal.SIGINT)\\n'\n"
+        "         'end = time.monotonic() + 1\\n'\n"
+        "         'while time.monotonic() < end: pass\\n')\n"
+        "    return build_parser()\n"
+        "munet.cli.build_parser = loading\n"
+        "sys.exit(munet.cli.main(['checkpoint', 'list']))\n"
+    )
+    env = dict(_env(), PYTHONPATH=f"{tmp_path}{os.pathsep}{REPO}")
+    done = subprocess.run(
+        [sys.executable, "-m", "ctrl_c_in_exec"], env=env, capture_output=True, text=True,
+        timeout=120, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    assert (done.returncode, done.stderr.strip()) == (130, "munet: error: interrupted")
+    assert done.stdout == ""  # the command never ran
