@@ -20,7 +20,7 @@ from typing import NoReturn
 
 from munet import __version__
 from munet.cli.errors import EXIT_INTERRUPTED, report_failure
-from munet.interrupts import defer_sigint
+from munet.interrupts import defer_sigint, sigterm_as_interrupt
 from munet.training.threads import prepare_openmp_env
 
 # First, before any command imports torch: the OpenMP runtime reads its wait policy once, when
@@ -98,8 +98,6 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 2
-    from munet.interrupts import sigterm_as_interrupt
-
     previous_showwarning = warnings.showwarning
     if not debug:
         warnings.showwarning = _one_line_warnings

@@ -56,7 +56,9 @@ def second_view(images: torch.Tensor, generator: torch.Generator) -> torch.Tenso
     return F.grid_sample(images, grid, mode="bilinear", padding_mode="border", align_corners=False)
 
 
-def nt_xent(first: torch.Tensor, second: torch.Tensor, temperature: float = TEMPERATURE):
+def nt_xent(
+    first: torch.Tensor, second: torch.Tensor, temperature: float = TEMPERATURE
+) -> torch.Tensor:
     """SimCLR's NT-Xent loss of embeddings (B, D) where ``first[i]`` and ``second[i]`` are
     views of one image: cross-entropy of each of the 2B embeddings finding its partner among
     the other 2B - 1 by cosine similarity / ``temperature``, averaged."""

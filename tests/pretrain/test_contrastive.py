@@ -111,3 +111,18 @@ def test_a_contrastive_run_learns_to_tell_images_apart_and_ships_a_headless_root
     result = pretrain(spec, tmp_path, steps=2, progress=False, eval_examples=16)
     assert not any(k.startswith("head.") for k in load_file(str(result.root_file)))
     assert result.card["recipe"]["contrastive"] == 8
+
+
+def test_the_contrastive_option_changes_only_the_heads_projection_rows_at_the_start(tiny_spec):
+    plain = new_model(tiny_spec).state_dict()
+    spec = type(tiny_spec)(**{**tiny_spec.__dict__, "contrastive": 3})
+    contrastive = new_model(spec).state_dict()
+    assert plain.keys() == contrastive.keys()
+    for name, tensor in plain.items():
+        if not name.startswith("head."):
+            assert torch.equal(tensor, contrastive[name]), name
+    # The class rows start at zero as before; the projection rows do not (a zero embedding
+    # would give the contrastive loss no gradient).
+    assert torch.equal(contrastive["head.weight"][:5], plain["head.weight"])
+    assert torch.equal(contrastive["head.bias"][:5], plain["head.bias"])
+    assert bool((contrastive["head.weight"][5:] != 0).all())
