@@ -74,6 +74,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "docs/pretrain.md)",
     )
     parser.add_argument(
+        "--view-jitter",
+        type=float,
+        default=0.0,
+        help="with --contrastive, jitter the second views' colours by SimCLR's colour "
+        "distortion at this strength (0: crops alone, the default; SimCLR: 0.5 on CIFAR, 1 "
+        "on ImageNet; docs/pretrain.md)",
+    )
+    parser.add_argument(
         "--label-smoothing",
         type=float,
         default=0.1,
@@ -136,6 +144,7 @@ _RECORDED = (
     ("--thumbnail", "thumbnail", 0),
     ("--hog", "hog", 0),
     ("--contrastive", "contrastive", 0),
+    ("--view-jitter", "view_jitter", 0.0),
     ("--label-smoothing", "label_smoothing", 0.1),
     ("--batch-size", "batch_size", 128),
     ("--lr", "lr", 1e-3),
@@ -199,6 +208,7 @@ def _pretrain(args: argparse.Namespace) -> int:
             thumbnail=args.thumbnail,
             hog=args.hog,
             contrastive=args.contrastive,
+            view_jitter=args.view_jitter,
             label_smoothing=args.label_smoothing,
             batch_size=args.batch_size,
             lr=args.lr,

@@ -25,12 +25,23 @@ TEMPERATURE = 0.1
 # for that, so the crop keeps at least a quarter.
 CROP_AREA = (0.25, 1.0)
 CROP_RATIO = (3 / 4, 4 / 3)
+# SimCLR's colour distortion at strength s: with this probability the view's brightness,
+# contrast and saturation are scaled by factors drawn from [1 - 0.8 s, 1 + 0.8 s] and its hue
+# turned by up to 0.2 s of a full turn; independently, the view turns grey with the other.
+JITTER_PROBABILITY = 0.8
+GREY_PROBABILITY = 0.2
+# ITU-R BT.601 luma weights (as torchvision's grayscale).
+LUMA = (0.299, 0.587, 0.114)
 
 
-def second_view(images: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """Each image (B, C, S, S) cropped at random (``CROP_AREA``, ``CROP_RATIO``), resized
-    back to S x S (bilinear) and mirrored with probability 1/2; ``generator`` lives on the
-    images' device."""
+def second_view(
+    images: torch.Tensor, generator: torch.Generator, jitter: float = 0.0
+) -> torch.Tensor:
+    """Each image (B, 3, S, S), values in [-1, 1], cropped at random (``CROP_AREA``,
+    ``CROP_RATIO``), resized back to S x S (bilinear) and mirrored with probability 1/2, then
+    colour-jittered at strength ``jitter`` (0: not at all; see ``colour_jitter``);
+    ``generator`` lives on the images' device. The crop's draws come first, so a view without
+    jitter is the same with or without the option."""
     batch, device = images.shape[0], images.device
 
     def uniform(low: float, high: float) -> torch.Tensor:
@@ -53,7 +64,60 @@ def second_view(images: torch.Tensor, generator: torch.Generator) -> torch.Tenso
     grid = F.affine_grid(theta, list(images.shape), align_corners=False)
     # A crop reaching the image's edge samples up to half a pixel past the outer pixel centres:
     # those take the edge's value, not a zero pad.
-    return F.grid_sample(images, grid, mode="bilinear", padding_mode="border", align_corners=False)
+    views = F.grid_sample(images, grid, mode="bilinear", padding_mode="border", align_corners=False)
+    if jitter:
+        views = colour_jitter(views, jitter, generator)
+    return views
+
+
+def _grey(images: torch.Tensor) -> torch.Tensor:
+    """Luma of images (B, 3, S, S), as (B, 1, S, S)."""
+    weights = torch.tensor(LUMA, dtype=images.dtype, device=images.device)
+    return torch.einsum("bchw,c->bhw", images, weights).unsqueeze(1)
+
+
+def _hue_rotation(angle: torch.Tensor) -> torch.Tensor:
+    """Matrices (B, 3, 3) turning RGB colours by ``angle`` (radians) about the grey axis
+    (Rodrigues' formula): greys stay, saturated colours cycle red -> green -> blue."""
+    axis = torch.full((3,), 3**-0.5, dtype=angle.dtype, device=angle.device)
+    cross = torch.zeros(3, 3, dtype=angle.dtype, device=angle.device)
+    cross[0, 1], cross[0, 2], cross[1, 2] = -axis[2], axis[1], -axis[0]
+    cross = cross - cross.T
+    cos, sin = angle.cos()[:, None, None], angle.sin()[:, None, None]
+    eye = torch.eye(3, dtype=angle.dtype, device=angle.device)
+    return cos * eye + sin * cross + (1 - cos) * torch.outer(axis, axis)
+
+
+def colour_jitter(
+    images: torch.Tensor, strength: float, generator: torch.Generator
+) -> torch.Tensor:
+    """SimCLR's colour distortion (Chen et al. 2020, appendix A) of images (B, 3, S, S) with
+    values in [-1, 1]: with ``JITTER_PROBABILITY``, brightness, contrast and saturation scaled
+    by factors from [1 - 0.8 s, 1 + 0.8 s] and the hue turned by up to 0.2 s of a turn; then,
+    with ``GREY_PROBABILITY``, grey. Values are clipped to the range after each step, as in
+    torchvision. Two departures, both for a short, batched form: the four steps run in this
+    fixed order (SimCLR shuffles it per image), and the hue turns about the grey axis in RGB
+    rather than in HSV."""
+    batch, device, dtype = images.shape[0], images.device, images.dtype
+
+    def draw() -> torch.Tensor:
+        return torch.rand(batch, generator=generator, device=device, dtype=dtype)
+
+    def factor() -> torch.Tensor:
+        return (1 + 0.8 * strength * (2 * draw() - 1))[:, None, None, None]
+
+    jittered, grey = draw() < JITTER_PROBABILITY, draw() < GREY_PROBABILITY
+    brightness, contrast, saturation = factor(), factor(), factor()
+    angle = 2 * math.pi * 0.2 * strength * (2 * draw() - 1)
+    x = (images + 1) / 2  # [0, 1], where the factors scale as in SimCLR
+    out = (x * brightness).clamp(0, 1)
+    mean_grey = _grey(out).mean(dim=(2, 3), keepdim=True)
+    out = (mean_grey + contrast * (out - mean_grey)).clamp(0, 1)
+    out = (_grey(out) + saturation * (out - _grey(out))).clamp(0, 1)
+    out = torch.einsum("bij,bjhw->bihw", _hue_rotation(angle), out).clamp(0, 1)
+    out = torch.where(jittered[:, None, None, None], out, x)
+    out = torch.where(grey[:, None, None, None], _grey(out).expand_as(out), out)
+    return out * 2 - 1
 
 
 def nt_xent(

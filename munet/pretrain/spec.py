@@ -50,6 +50,10 @@ class PretrainSpec:
     # SimCLR's NT-Xent beside the class); 0 = off. Each step then runs the model on twice the
     # batch.
     contrastive: int = 0
+    # Strength s of SimCLR's colour distortion of the second views (contrastive.py:
+    # colour_jitter); 0 = crops alone. Asks the contrastive embedding to tell images apart by
+    # more than their colours.
+    view_jitter: float = 0.0
 
     def validate(self) -> PretrainSpec:
         """Raises ValueError naming the first bad field."""
@@ -70,6 +74,11 @@ class PretrainSpec:
         if self.contrastive < 0:
             raise ValueError(
                 f"contrastive {self.contrastive!r}: expected 0 (off) or an embedding width"
+            )
+        if self.view_jitter < 0 or (self.view_jitter and not self.contrastive):
+            raise ValueError(
+                f"view_jitter {self.view_jitter!r}: expected 0 (off) or a positive strength "
+                f"with contrastive on (contrastive {self.contrastive!r})"
             )
         if self.num_classes < 2 * len(recipe_kinds(self.recipe)):
             raise ValueError(
@@ -214,7 +223,7 @@ def view_for_step(spec: PretrainSpec, images: torch.Tensor, step: int) -> torch.
     """The second views of the batch of ``step`` (contrastive specs), a pure function of the
     spec's seed, the step and the images."""
     g = torch.Generator(device=images.device).manual_seed(_step_seed(spec.seed, step, "view"))
-    return second_view(images, g)
+    return second_view(images, g, spec.view_jitter)
 
 
 def lr_at(spec: PretrainSpec, step: int, total_steps: int) -> float:

@@ -5,7 +5,15 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
-from munet.pretrain.contrastive import CROP_AREA, CROP_RATIO, nt_xent, second_view
+from munet.pretrain.contrastive import (
+    CROP_AREA,
+    CROP_RATIO,
+    GREY_PROBABILITY,
+    JITTER_PROBABILITY,
+    colour_jitter,
+    nt_xent,
+    second_view,
+)
 from munet.pretrain.loop import batch_for_step, pretrain
 from munet.pretrain.spec import (
     CONTRASTIVE_WEIGHT,
@@ -126,3 +134,71 @@ def test_the_contrastive_option_changes_only_the_heads_projection_rows_at_the_st
     assert torch.equal(contrastive["head.weight"][:5], plain["head.weight"])
     assert torch.equal(contrastive["head.bias"][:5], plain["head.bias"])
     assert bool((contrastive["head.weight"][5:] != 0).all())
+
+
+def _colour(views):
+    """Each view's mean colour (B, 3)."""
+    return views.mean(dim=(2, 3))
+
+
+def test_colour_jitter_changes_the_colours_of_views_not_where_things_are():
+    g = torch.Generator().manual_seed(0)
+    n, s = 4000, 0.5
+    # A flat mid-grey (0 in [-1, 1]): contrast, saturation and hue leave grey alone, so only
+    # the brightness factor, from [1 - 0.8 s, 1 + 0.8 s], moves it (0.5 -> 0.5 * factor).
+    grey = colour_jitter(torch.zeros(n, 3, 2, 2), s, g)
+    values = (grey[:, 0, 0, 0] + 1) / 2
+    assert torch.allclose(grey, grey[:, :1, :1, :1].expand_as(grey), atol=1e-6)  # flat, grey
+    low, high = 0.5 * (1 - 0.8 * s), 0.5 * (1 + 0.8 * s)
+    assert values.min() >= low - 1e-6 and values.max() <= high + 1e-6
+    unchanged = float((values == 0.5).float().mean())
+    assert unchanged == pytest.approx(1 - JITTER_PROBABILITY, abs=0.03)
+    assert values.min() < low + 0.01 and values.max() > high - 0.01
+    # One pure red image, many times: without jitter every view keeps it; with jitter the
+    # views' colours spread (hue, saturation, brightness), and about a fifth turn grey.
+    red = torch.tensor([1.0, -1.0, -1.0])[None, :, None, None].expand(n, 3, 4, 4)
+    jittered = colour_jitter(red, s, g)
+    assert jittered.shape == red.shape and jittered.abs().max() <= 1 + 1e-6
+    assert _colour(jittered).std(dim=0).min() > 0.1
+    greyed = (jittered.std(dim=1) < 1e-6).all(dim=(1, 2)).float().mean()
+    assert float(greyed) == pytest.approx(GREY_PROBABILITY, abs=0.03)
+    # Every pixel of a view gets the same change: a view of a flat image stays flat.
+    assert torch.allclose(jittered, jittered[:, :, :1, :1].expand_as(jittered), atol=1e-6)
+    # Seeded.
+    assert torch.equal(
+        colour_jitter(red, s, torch.Generator().manual_seed(3)),
+        colour_jitter(red, s, torch.Generator().manual_seed(3)),
+    )
+
+
+def test_the_hue_turns_red_to_green_to_blue_about_the_grey_axis():
+    from munet.pretrain.contrastive import _hue_rotation
+
+    third = _hue_rotation(torch.tensor([2 * math.pi / 3]))[0]
+    red, green, blue = torch.eye(3)
+    assert torch.allclose(third @ red, green, atol=1e-6)
+    assert torch.allclose(third @ green, blue, atol=1e-6)
+    assert torch.allclose(third @ torch.full((3,), 0.4), torch.full((3,), 0.4))
+
+
+def test_jittered_views_are_the_same_crops_and_the_option_needs_contrastive(tiny_spec):
+    ramp = torch.linspace(-1, 1, 24).expand(64, 3, 24, 24).contiguous()
+    plain = second_view(ramp, torch.Generator().manual_seed(0))
+    jittered = second_view(ramp, torch.Generator().manual_seed(0), 0.5)
+    assert not torch.equal(plain, jittered)
+    # The crop is drawn first: where the ramp rises or falls is unchanged by the colours
+    # (brightness and contrast may flatten a clipped end, never turn its direction).
+    rising = plain[:, 0, 12].diff(dim=1) > 0
+    assert bool(((jittered[:, 0, 12].diff(dim=1) > 0) <= rising).all())
+    spec = type(tiny_spec)(**{**tiny_spec.__dict__, "contrastive": 4, "view_jitter": 0.5})
+    images = torch.rand(8, 3, 8, 8) * 2 - 1
+    assert not torch.equal(
+        view_for_step(spec, images, 0),
+        view_for_step(type(spec)(**{**spec.__dict__, "view_jitter": 0.0}), images, 0),
+    )
+    for contrastive, jitter in ((0, 0.5), (4, -0.5)):
+        bad = type(tiny_spec)(
+            **{**tiny_spec.__dict__, "contrastive": contrastive, "view_jitter": jitter}
+        )
+        with pytest.raises(ValueError, match=f"view_jitter {jitter}"):
+            bad.validate()

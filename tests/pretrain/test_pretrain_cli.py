@@ -48,6 +48,19 @@ def test_a_weight_deciding_option_reaches_the_card_and_its_command(
     assert error in capsys.readouterr().err
 
 
+def test_view_jitter_reaches_the_card_with_contrastive_and_is_refused_without(
+    tmp_path, capsys
+):
+    out = str(tmp_path / "run")
+    args = ["pretrain", "--agent", "VitCpu", "--steps", "1", "--out", out, *TINY]
+    assert main([*args, "--contrastive", "4", "--view-jitter", "0.5"]) == 0
+    card = json.loads((tmp_path / "run" / "card.json").read_text())
+    assert card["recipe"]["view_jitter"] == 0.5
+    assert "--contrastive 4 --view-jitter 0.5" in card["command"]
+    assert main([*args, "--view-jitter", "0.5"]) == 2  # no contrastive embedding
+    assert "view_jitter 0.5" in capsys.readouterr().err
+
+
 def test_pretrain_bad_input_is_exit_2(tmp_path, capsys):
     out = str(tmp_path / "x")
     assert main(["pretrain", "--agent", "MultiVitCpu", "--steps", "1", "--out", out]) == 2
