@@ -78,8 +78,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=float,
         default=0.0,
         help="with --contrastive, jitter the second views' colours by SimCLR's colour "
-        "distortion at this strength (0: crops alone, the default; SimCLR: 0.5 on CIFAR, 1 "
-        "on ImageNet; docs/pretrain.md)",
+        "distortion at this strength, up to 1.25 (0: crops alone, the default; SimCLR: 0.5 "
+        "on CIFAR, 1 on ImageNet; docs/pretrain.md)",
     )
     parser.add_argument(
         "--label-smoothing",

@@ -29,6 +29,8 @@ CROP_RATIO = (3 / 4, 4 / 3)
 # contrast and saturation are scaled by factors drawn from [1 - 0.8 s, 1 + 0.8 s] and its hue
 # turned by up to 0.2 s of a full turn; independently, the view turns grey with the other.
 JITTER_PROBABILITY = 0.8
+# The strongest distortion whose factors stay non-negative (1 - 0.8 s >= 0).
+MAX_JITTER = 1.25
 GREY_PROBABILITY = 0.2
 # ITU-R BT.601 luma weights (as torchvision's grayscale).
 LUMA = (0.299, 0.587, 0.114)

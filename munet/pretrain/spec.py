@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from munet.models import VitArch, init_components, load_components
 from munet.models.vit import VisionTransformer
-from munet.pretrain.contrastive import nt_xent, second_view
+from munet.pretrain.contrastive import MAX_JITTER, nt_xent, second_view
 from munet.pretrain.generators import Recipe, make_recipe, recipe_kinds, sample_batch
 
 
@@ -75,10 +75,12 @@ class PretrainSpec:
             raise ValueError(
                 f"contrastive {self.contrastive!r}: expected 0 (off) or an embedding width"
             )
-        if self.view_jitter < 0 or (self.view_jitter and not self.contrastive):
+        # Above MAX_JITTER the lowest brightness/contrast/saturation factor, 1 - 0.8 s, is
+        # negative (an inverted image, not a distortion); `not <=` also refuses NaN.
+        if not 0 <= self.view_jitter <= MAX_JITTER or (self.view_jitter and not self.contrastive):
             raise ValueError(
-                f"view_jitter {self.view_jitter!r}: expected 0 (off) or a positive strength "
-                f"with contrastive on (contrastive {self.contrastive!r})"
+                f"view_jitter {self.view_jitter!r}: expected 0 (off) or a strength up to "
+                f"{MAX_JITTER} with contrastive on (contrastive {self.contrastive!r})"
             )
         if self.num_classes < 2 * len(recipe_kinds(self.recipe)):
             raise ValueError(

@@ -196,7 +196,7 @@ def test_jittered_views_are_the_same_crops_and_the_option_needs_contrastive(tiny
         view_for_step(spec, images, 0),
         view_for_step(type(spec)(**{**spec.__dict__, "view_jitter": 0.0}), images, 0),
     )
-    for contrastive, jitter in ((0, 0.5), (4, -0.5)):
+    for contrastive, jitter in ((0, 0.5), (4, -0.5), (4, 1.5), (4, float("nan"))):
         bad = type(tiny_spec)(
             **{**tiny_spec.__dict__, "contrastive": contrastive, "view_jitter": jitter}
         )
