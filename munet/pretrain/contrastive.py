@@ -26,12 +26,15 @@ TEMPERATURE = 0.1
 CROP_AREA = (0.25, 1.0)
 CROP_RATIO = (3 / 4, 4 / 3)
 # SimCLR's colour distortion at strength s: with this probability the view's brightness,
-# contrast and saturation are scaled by factors drawn from [1 - 0.8 s, 1 + 0.8 s] and its hue
-# turned by up to 0.2 s of a full turn; independently, the view turns grey with the other.
+# contrast and saturation are scaled by factors drawn from [1 - FACTOR_SPREAD s,
+# 1 + FACTOR_SPREAD s] and its hue turned by up to HUE_SPREAD s of a full turn; independently,
+# the view turns grey with the other.
 JITTER_PROBABILITY = 0.8
-# The strongest distortion whose factors stay non-negative (1 - 0.8 s >= 0).
-MAX_JITTER = 1.25
 GREY_PROBABILITY = 0.2
+FACTOR_SPREAD = 0.8
+HUE_SPREAD = 0.2
+# The strongest distortion whose factors stay non-negative (1.25).
+MAX_JITTER = 1 / FACTOR_SPREAD
 # ITU-R BT.601 luma weights (as torchvision's grayscale).
 LUMA = (0.299, 0.587, 0.114)
 
@@ -82,9 +85,9 @@ def _hue_rotation(angle: torch.Tensor) -> torch.Tensor:
     """Matrices (B, 3, 3) turning RGB colours by ``angle`` (radians) about the grey axis
     (Rodrigues' formula): greys stay, saturated colours cycle red -> green -> blue."""
     axis = torch.full((3,), 3**-0.5, dtype=angle.dtype, device=angle.device)
-    cross = torch.zeros(3, 3, dtype=angle.dtype, device=angle.device)
-    cross[0, 1], cross[0, 2], cross[1, 2] = -axis[2], axis[1], -axis[0]
-    cross = cross - cross.T
+    # The cross-product matrix of the axis: cross @ v = axis x v.
+    signs = torch.tensor([[0, -1, 1], [1, 0, -1], [-1, 1, 0]], dtype=angle.dtype)
+    cross = signs.to(angle.device) * axis[0]
     cos, sin = angle.cos()[:, None, None], angle.sin()[:, None, None]
     eye = torch.eye(3, dtype=angle.dtype, device=angle.device)
     return cos * eye + sin * cross + (1 - cos) * torch.outer(axis, axis)
@@ -106,16 +109,17 @@ def colour_jitter(
         return torch.rand(batch, generator=generator, device=device, dtype=dtype)
 
     def factor() -> torch.Tensor:
-        return (1 + 0.8 * strength * (2 * draw() - 1))[:, None, None, None]
+        return (1 + FACTOR_SPREAD * strength * (2 * draw() - 1))[:, None, None, None]
 
     jittered, grey = draw() < JITTER_PROBABILITY, draw() < GREY_PROBABILITY
     brightness, contrast, saturation = factor(), factor(), factor()
-    angle = 2 * math.pi * 0.2 * strength * (2 * draw() - 1)
+    angle = 2 * math.pi * HUE_SPREAD * strength * (2 * draw() - 1)
     x = (images + 1) / 2  # [0, 1], where the factors scale as in SimCLR
     out = (x * brightness).clamp(0, 1)
     mean_grey = _grey(out).mean(dim=(2, 3), keepdim=True)
     out = (mean_grey + contrast * (out - mean_grey)).clamp(0, 1)
-    out = (_grey(out) + saturation * (out - _grey(out))).clamp(0, 1)
+    grey_now = _grey(out)
+    out = (grey_now + saturation * (out - grey_now)).clamp(0, 1)
     out = torch.einsum("bij,bjhw->bihw", _hue_rotation(angle), out).clamp(0, 1)
     out = torch.where(jittered[:, None, None, None], out, x)
     out = torch.where(grey[:, None, None, None], _grey(out).expand_as(out), out)
