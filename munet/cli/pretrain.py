@@ -82,6 +82,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "on CIFAR, 1 on ImageNet; docs/pretrain.md)",
     )
     parser.add_argument(
+        "--pre-logits",
+        type=int,
+        default=0,
+        help="pretrain through a hidden layer of this width (Dense + tanh, vit_jax's "
+        "representation_size) between the class token and the head, dropped with the head "
+        "(0: off, the default; docs/pretrain.md)",
+    )
+    parser.add_argument(
         "--label-smoothing",
         type=float,
         default=0.1,
@@ -145,6 +153,7 @@ _RECORDED = (
     ("--hog", "hog", 0),
     ("--contrastive", "contrastive", 0),
     ("--view-jitter", "view_jitter", 0.0),
+    ("--pre-logits", "pre_logits", 0),
     ("--label-smoothing", "label_smoothing", 0.1),
     ("--batch-size", "batch_size", 128),
     ("--lr", "lr", 1e-3),
@@ -209,6 +218,7 @@ def _pretrain(args: argparse.Namespace) -> int:
             hog=args.hog,
             contrastive=args.contrastive,
             view_jitter=args.view_jitter,
+            pre_logits=args.pre_logits,
             label_smoothing=args.label_smoothing,
             batch_size=args.batch_size,
             lr=args.lr,

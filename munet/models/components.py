@@ -45,6 +45,16 @@ Components = dict[str, dict[str, torch.Tensor]]
 _TRUNCATED_NORMAL_STD_CORRECTION = 0.87962566103423978
 
 
+def lecun_normal(
+    shape: tuple[int, ...], fan_in: int, generator: torch.Generator | None = None
+) -> torch.Tensor:
+    """JAX's (and Flax ``Dense``'s default) lecun_normal: a normal of variance 1 / fan_in,
+    truncated at +-2 std."""
+    std = math.sqrt(1.0 / fan_in) / _TRUNCATED_NORMAL_STD_CORRECTION
+    weight = torch.empty(shape)
+    return nn.init.trunc_normal_(weight, 0.0, std, -2 * std, 2 * std, generator=generator)
+
+
 def component_names(arch: VitArch) -> list[str]:
     """Component names of a model of `arch`, in forward order."""
     names = ["embedding", "cls", "posembed_input"]
@@ -186,10 +196,8 @@ def init_component(
     """
     width, mlp_dim = arch.width, arch.mlp_dim
     if name == "embedding":
-        fan_in = 3 * arch.patch_size**2
-        std = math.sqrt(1.0 / fan_in) / _TRUNCATED_NORMAL_STD_CORRECTION
-        weight = torch.empty(width, 3, arch.patch_size, arch.patch_size)
-        nn.init.trunc_normal_(weight, 0.0, std, -2 * std, 2 * std, generator=generator)
+        shape = (width, 3, arch.patch_size, arch.patch_size)
+        weight = lecun_normal(shape, 3 * arch.patch_size**2, generator)
         return {"weight": weight, "bias": torch.zeros(width)}
     if name == "cls":
         return {"token": torch.zeros(1, 1, width)}

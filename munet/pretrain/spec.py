@@ -11,8 +11,10 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from munet.models import VitArch, init_components, load_components
+from munet.models.components import lecun_normal
 from munet.models.vit import VisionTransformer
 from munet.pretrain.contrastive import MAX_JITTER, nt_xent, second_view
 from munet.pretrain.generators import Recipe, make_recipe, recipe_kinds, sample_batch
@@ -54,6 +56,12 @@ class PretrainSpec:
     # colour_jitter); 0 = crops alone. Asks the contrastive embedding to tell images apart by
     # more than their colours.
     view_jitter: float = 0.0
+    # Width of a representation layer (Dense + tanh: vit_jax's ``representation_size``, the
+    # ViT paper's one-hidden-layer pretraining head) between the class token and the
+    # pretraining head, dropped with the head; 0 = the head reads the class token. The last
+    # layer before a loss specialises to it; with this layer between, the class token the
+    # root keeps is one layer further from the formula task.
+    pre_logits: int = 0
 
     def validate(self) -> PretrainSpec:
         """Raises ValueError naming the first bad field."""
@@ -70,6 +78,10 @@ class PretrainSpec:
             raise ValueError(
                 f"hog {self.hog!r}: expected 0 (off) or a grid side of 1 to the image size "
                 f"{self.image_size}"
+            )
+        if self.pre_logits < 0:
+            raise ValueError(
+                f"pre_logits {self.pre_logits!r}: expected 0 (off) or a layer width"
             )
         if self.contrastive < 0:
             raise ValueError(
@@ -242,15 +254,37 @@ def new_model(spec: PretrainSpec) -> VisionTransformer:
     model = VisionTransformer(arch, spec.image_size)
     generator = torch.Generator().manual_seed(spec.seed)
     model = load_components(model, init_components(arch, spec.image_size, generator))
+    if spec.pre_logits:
+        model.head = _head_with_pre_logits(model.head, spec)
     if spec.contrastive:
         # The head starts at zero (vit_jax's fresh head), which suits logits and regressions,
         # but embeddings all at zero give the contrastive loss no gradient: its rows start
         # LeCun-normal instead, from their own stream (the rest of the model is unchanged).
         g = torch.Generator().manual_seed(_step_seed(spec.seed, 0, "projection"))
-        rows = model.head.weight[-spec.contrastive :]
+        rows = output_layer(model).weight[-spec.contrastive :]
         with torch.no_grad():
             rows.copy_(torch.randn(rows.shape, generator=g) / math.sqrt(rows.shape[1]))
     return model
+
+
+def _head_with_pre_logits(head: nn.Linear, spec: PretrainSpec) -> nn.Sequential:
+    """vit_jax's ``pre_logits`` (Dense + tanh; kernel LeCun-normal, bias zero, as Flax's
+    Dense) before a zero-initialised output layer. Drawn from its own stream, so the rest of
+    the model starts as without it."""
+    g = torch.Generator().manual_seed(_step_seed(spec.seed, 0, "pre_logits"))
+    width, hidden = head.in_features, spec.pre_logits
+    pre_logits = nn.Linear(width, hidden)
+    output = nn.Linear(hidden, head.out_features)
+    with torch.no_grad():
+        pre_logits.weight.copy_(lecun_normal((hidden, width), width, g))
+        for tensor in (pre_logits.bias, output.weight, output.bias):
+            tensor.zero_()
+    return nn.Sequential(pre_logits, nn.Tanh(), output)
+
+
+def output_layer(model: VisionTransformer) -> nn.Linear:
+    """The pretraining head's last layer (the head itself without a pre-logits layer)."""
+    return model.head[-1] if isinstance(model.head, nn.Sequential) else model.head
 
 
 def new_optimizer(model: torch.nn.Module, spec: PretrainSpec) -> torch.optim.AdamW:

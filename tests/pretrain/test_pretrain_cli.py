@@ -32,6 +32,7 @@ def test_pretrain_writes_a_root_and_card_and_resumes(tmp_path, capsys):
         ("--thumbnail", "thumbnail", "2", "9", "thumbnail 9"),  # 9: larger than the 8 px image
         ("--hog", "hog", "2", "9", "hog 9"),
         ("--contrastive", "contrastive", "4", "-1", "contrastive -1"),
+        ("--pre-logits", "pre_logits", "6", "-1", "pre_logits -1"),
         ("--label-smoothing", "label_smoothing", "0.0", "1.5", "label_smoothing 1.5"),
     ],
 )
