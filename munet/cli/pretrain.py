@@ -90,6 +90,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(0: off, the default; docs/pretrain.md)",
     )
     parser.add_argument(
+        "--head-decay-mult",
+        type=float,
+        default=1.0,
+        help="the head's output kernel decays this many times as strongly as the other "
+        "kernels (1: as the rest, the default; big_vision: 100; docs/pretrain.md)",
+    )
+    parser.add_argument(
         "--label-smoothing",
         type=float,
         default=0.1,
@@ -154,6 +161,7 @@ _RECORDED = (
     ("--contrastive", "contrastive", 0),
     ("--view-jitter", "view_jitter", 0.0),
     ("--pre-logits", "pre_logits", 0),
+    ("--head-decay-mult", "head_decay_mult", 1.0),
     ("--label-smoothing", "label_smoothing", 0.1),
     ("--batch-size", "batch_size", 128),
     ("--lr", "lr", 1e-3),
@@ -219,6 +227,7 @@ def _pretrain(args: argparse.Namespace) -> int:
             contrastive=args.contrastive,
             view_jitter=args.view_jitter,
             pre_logits=args.pre_logits,
+            head_decay_mult=args.head_decay_mult,
             label_smoothing=args.label_smoothing,
             batch_size=args.batch_size,
             lr=args.lr,

@@ -33,6 +33,7 @@ def test_pretrain_writes_a_root_and_card_and_resumes(tmp_path, capsys):
         ("--hog", "hog", "2", "9", "hog 9"),
         ("--contrastive", "contrastive", "4", "-1", "contrastive -1"),
         ("--pre-logits", "pre_logits", "6", "-1", "pre_logits -1"),
+        ("--head-decay-mult", "head_decay_mult", "100.0", "-1", "head_decay_mult -1.0"),
         ("--label-smoothing", "label_smoothing", "0.0", "1.5", "label_smoothing 1.5"),
     ],
 )
