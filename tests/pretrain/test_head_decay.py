@@ -1,11 +1,9 @@
+from dataclasses import replace
+
 import pytest
 import torch
 
 from munet.pretrain.spec import new_model, new_optimizer, output_layer
-
-
-def _with(spec, **fields):
-    return type(spec)(**{**spec.__dict__, **fields})
 
 
 def _one_step_without_gradient(spec):
@@ -26,7 +24,7 @@ def _one_step_without_gradient(spec):
 def test_the_head_kernel_decays_mult_times_as_strongly_as_the_other_kernels(
     tiny_spec, pre_logits
 ):
-    spec = _with(tiny_spec, head_decay_mult=100.0, pre_logits=pre_logits)
+    spec = replace(tiny_spec, head_decay_mult=100.0, pre_logits=pre_logits)
     before, after = _one_step_without_gradient(spec)
     head = "head.2.weight" if pre_logits else "head.weight"
     shrink = spec.lr * spec.weight_decay
@@ -52,4 +50,4 @@ def test_by_default_the_head_decays_as_the_rest_in_the_old_two_groups(tiny_spec)
 @pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf")])
 def test_a_bad_head_decay_mult_is_refused_naming_it(tiny_spec, bad):
     with pytest.raises(ValueError, match=f"head_decay_mult {bad!r}"):
-        _with(tiny_spec, head_decay_mult=bad).validate()
+        replace(tiny_spec, head_decay_mult=bad).validate()

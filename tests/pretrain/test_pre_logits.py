@@ -1,19 +1,15 @@
 import math
+from dataclasses import replace
 
 import pytest
 import torch
-import torch.nn.functional as F
 from safetensors.torch import load_file
 from torch import nn
 
 from munet.models.components import lecun_normal
 from munet.pretrain.loop import batch_for_step, pretrain
 from munet.pretrain.spec import new_model, output_layer, thumbnail_target
-from tests.pretrain.train_helpers import train_with_the_loops_step
-
-
-def _with(spec, **fields):
-    return type(spec)(**{**spec.__dict__, **fields})
+from tests.pretrain.train_helpers import extra_target_error, train_with_the_loops_step
 
 
 def test_lecun_normal_has_variance_one_over_fan_in_truncated_at_two_std():
@@ -27,7 +23,7 @@ def test_lecun_normal_has_variance_one_over_fan_in_truncated_at_two_std():
 
 def test_the_pre_logits_layer_is_dense_tanh_and_the_rest_starts_as_without_it(tiny_spec):
     plain = new_model(tiny_spec)
-    model = new_model(_with(tiny_spec, pre_logits=6))
+    model = new_model(replace(tiny_spec, pre_logits=6))
     pre_logits, activation, output = model.head
     assert isinstance(activation, nn.Tanh)
     width = plain.head.in_features
@@ -55,20 +51,15 @@ def test_a_pre_logits_run_trains_through_the_layer_and_ships_the_same_headless_r
     tiny_spec, tmp_path
 ):
     # The tiny class task barely moves in a few steps; the thumbnail's regression does.
-    spec = _with(tiny_spec, pre_logits=16, thumbnail=2, lr=3e-3)
+    spec = replace(tiny_spec, pre_logits=16, thumbnail=2, lr=3e-3)
     recipe = spec.make_recipe()
     images = torch.cat([batch_for_step(spec, recipe, 10_000 + i)[0] for i in range(4)])
 
-    def thumbnail_error(model):
-        with torch.no_grad():
-            outputs = model(images)[:, spec.num_classes :]
-        return float(F.mse_loss(outputs, thumbnail_target(images, 2)))
-
     model = new_model(spec)
     start = {name: t.clone() for name, t in model.state_dict().items()}
-    before = thumbnail_error(model)
+    before = extra_target_error(model, spec, images, thumbnail_target, 2)
     train_with_the_loops_step(model, spec, recipe, 20)
-    assert thumbnail_error(model) < 0.5 * before
+    assert extra_target_error(model, spec, images, thumbnail_target, 2) < 0.5 * before
     # The gradient reaches through the layer into the blocks.
     for name in ("head.0.weight", "encoderblock_0.mlp.fc1.weight"):
         assert not torch.equal(model.state_dict()[name], start[name]), name
@@ -82,7 +73,7 @@ def test_a_pre_logits_run_trains_through_the_layer_and_ships_the_same_headless_r
 
 
 def test_a_pre_logits_run_resumes_to_the_same_weights(tiny_spec, tmp_path):
-    spec = _with(tiny_spec, pre_logits=6)
+    spec = replace(tiny_spec, pre_logits=6)
     kwargs = dict(steps=4, checkpoint_every=2, progress=False, eval_examples=16)
     straight = pretrain(spec, tmp_path / "a", **kwargs)
     pretrain(spec, tmp_path / "b", stop_at=2, **kwargs)
@@ -91,7 +82,7 @@ def test_a_pre_logits_run_resumes_to_the_same_weights(tiny_spec, tmp_path):
 
 
 def test_contrastive_rows_start_random_in_the_output_layer_after_pre_logits(tiny_spec):
-    model = new_model(_with(tiny_spec, pre_logits=6, contrastive=3))
+    model = new_model(replace(tiny_spec, pre_logits=6, contrastive=3))
     output = output_layer(model)
     assert output is model.head[-1]
     assert not output.weight[:5].any()  # the class rows start at zero
@@ -102,4 +93,4 @@ def test_contrastive_rows_start_random_in_the_output_layer_after_pre_logits(tiny
 
 def test_a_negative_pre_logits_width_is_refused_naming_it(tiny_spec):
     with pytest.raises(ValueError, match="pre_logits -1"):
-        _with(tiny_spec, pre_logits=-1).validate()
+        replace(tiny_spec, pre_logits=-1).validate()

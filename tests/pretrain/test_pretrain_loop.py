@@ -23,7 +23,7 @@ from munet.pretrain.spec import (
     pretrain_loss,
     thumbnail_target,
 )
-from tests.pretrain.train_helpers import train_with_the_loops_step
+from tests.pretrain.train_helpers import extra_target_error, train_with_the_loops_step
 
 
 def test_a_resumed_run_ends_with_the_same_weights_as_a_straight_one(tiny_spec, tmp_path):
@@ -149,9 +149,7 @@ def test_a_run_learns_its_extra_target_and_ships_a_headless_root(
     probe_images = torch.cat([batch_for_step(spec, recipe, 10_000 + i)[0] for i in range(4)])
 
     def target_error(model):
-        with torch.no_grad():
-            outputs = model(probe_images)[:, spec.num_classes :]
-        return float(F.mse_loss(outputs, target(probe_images, 2)))
+        return extra_target_error(model, spec, probe_images, target, 2)
 
     model = new_model(spec)
     before = target_error(model)
