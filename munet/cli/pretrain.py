@@ -50,6 +50,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "contour recipes; 1: one figure, the default)",
     )
     parser.add_argument(
+        "--multi-label",
+        action="store_true",
+        help="with --instances K >= 2 of a figure recipe: each instance is its own class, and "
+        "the head says which classes an image shows (Anderson & Farrell's multi-instance "
+        "prediction; needs --label-smoothing 0; docs/pretrain.md)",
+    )
+    parser.add_argument(
         "--thumbnail",
         type=int,
         default=0,
@@ -156,6 +163,7 @@ _RECORDED = (
     ("--recipe", "recipe", "fractal"),
     ("--classes", "classes", 100),
     ("--instances", "instances", 1),
+    ("--multi-label", "multi_label", False),
     ("--thumbnail", "thumbnail", 0),
     ("--hog", "hog", 0),
     ("--contrastive", "contrastive", 0),
@@ -183,7 +191,9 @@ def _command_line(args: argparse.Namespace) -> str:
     parts += ["--out", args.out]
     for flag, attribute, default in _RECORDED:
         value = getattr(args, attribute)
-        if value != default:
+        if value is True:  # a switch
+            parts.append(flag)
+        elif value != default:
             parts += [flag, str(value)]
     return shlex.join(parts)
 
@@ -222,6 +232,7 @@ def _pretrain(args: argparse.Namespace) -> int:
             recipe=args.recipe,
             num_classes=args.classes,
             instances=args.instances,
+            multi_label=args.multi_label,
             thumbnail=args.thumbnail,
             hog=args.hog,
             contrastive=args.contrastive,

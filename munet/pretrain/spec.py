@@ -17,7 +17,13 @@ from munet.models import VitArch, init_components, load_components
 from munet.models.components import lecun_normal
 from munet.models.vit import VisionTransformer
 from munet.pretrain.contrastive import MAX_JITTER, nt_xent, second_view
-from munet.pretrain.generators import Recipe, make_recipe, recipe_kinds, sample_batch
+from munet.pretrain.generators import (
+    Recipe,
+    check_multi_label,
+    make_recipe,
+    recipe_kinds,
+    sample_batch,
+)
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,13 @@ class PretrainSpec:
     seed: int = 0
     # At most this many instances of the class per image (figure recipes; 1 = one figure).
     instances: int = 1
+    # Each of an image's instances is its own class, and the head says which classes the image
+    # shows (sigmoid cross-entropy on each class, the positives weighted by classes / shown:
+    # the multi-instance prediction of Anderson & Farrell 2022, "Improving Fractal
+    # Pre-training"). One class per image lets the class token become that class's identity;
+    # a set of classes asks it to keep each figure of the image. Needs instances >= 2 of a
+    # plain figure recipe, and no label smoothing (it belongs to the one-class loss).
+    multi_label: bool = False
     # Side of a colour thumbnail (the image average-pooled to side x side x 3) that the model
     # also regresses from its class token, beside the class; 0 = the class alone. A task that
     # only asks for the formula lets the features drop what it does not need (colour, where
@@ -113,6 +126,13 @@ class PretrainSpec:
             raise ValueError(
                 f"label_smoothing {self.label_smoothing!r}: expected 0 (off) up to below 1"
             )
+        if self.multi_label and self.label_smoothing:
+            raise ValueError(
+                f"label_smoothing {self.label_smoothing!r} with multi_label: expected 0 (the "
+                "multi-label loss has no smoothing; pass --label-smoothing 0)"
+            )
+        if self.multi_label:
+            check_multi_label(self.recipe, self.instances)
         if not (self.lr > 0 and 0 <= self.warmup_ratio < 1 and self.weight_decay >= 0):
             raise ValueError(
                 f"lr {self.lr!r} / warmup_ratio {self.warmup_ratio!r} / weight_decay "
@@ -128,7 +148,14 @@ class PretrainSpec:
 
     def make_recipe(self) -> Recipe:
         """The recipe's classes (on the CPU), rendered with the spec's ``instances``."""
-        return make_recipe(self.recipe, self.num_classes, self.seed, self.instances)
+        return make_recipe(
+            self.recipe, self.num_classes, self.seed, self.instances, self.multi_label
+        )
+
+    @property
+    def label_shape(self) -> tuple[int, ...]:
+        """One image's labels: its class, or (multi-label) each instance's class."""
+        return (self.instances,) if self.multi_label else ()
 
     @property
     def outputs(self) -> int:
@@ -193,7 +220,8 @@ def pretrain_loss(
     logits: torch.Tensor, images: torch.Tensor, labels: torch.Tensor, spec: PretrainSpec,
     view_outputs: torch.Tensor | None = None,
 ) -> torch.Tensor:  # fmt: skip
-    """Cross-entropy on the class logits, plus the thumbnail's and the gradient histograms'
+    """Cross-entropy on the class logits (multi-label: :func:`multi_label_loss`), plus the
+    thumbnail's and the gradient histograms'
     weighted errors where they are on, plus the contrastive loss between the embeddings of the
     images and of their second views (``view_outputs``: the head's outputs on the views)
     where that is on.
@@ -201,9 +229,11 @@ def pretrain_loss(
     Raises:
         ValueError: the spec is contrastive and ``view_outputs`` is missing.
     """
-    loss = F.cross_entropy(
-        logits[:, : spec.num_classes].float(), labels, label_smoothing=spec.label_smoothing
-    )
+    class_logits = logits[:, : spec.num_classes].float()
+    if spec.multi_label:
+        loss = multi_label_loss(class_logits, labels)
+    else:
+        loss = F.cross_entropy(class_logits, labels, label_smoothing=spec.label_smoothing)
     start = spec.num_classes
     for name, width, target, weight in spec.extra_targets():
         outputs = logits[:, start : start + width].float()
@@ -215,6 +245,25 @@ def pretrain_loss(
         width = spec.contrastive
         loss = loss + CONTRASTIVE_WEIGHT * nt_xent(logits[:, -width:], view_outputs[:, -width:])
     return loss
+
+
+def shown_classes(labels: torch.Tensor, num_classes: int) -> torch.Tensor:
+    """Instance labels (B, K), -1 for none, as (B, num_classes) float: 1 where shown."""
+    present = torch.zeros(labels.shape[0], num_classes + 1, device=labels.device)
+    # Label -1 lands in the extra last column, which is dropped.
+    present.scatter_(1, torch.where(labels < 0, num_classes, labels), 1.0)
+    return present[:, :num_classes]
+
+
+def multi_label_loss(class_logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Sigmoid cross-entropy of each class's logit against whether the image shows it, the
+    positives weighted by classes / (classes shown), as Anderson & Farrell: per image, the
+    shown classes and the rest weigh alike, whatever the count."""
+    present = shown_classes(labels, class_logits.shape[1])
+    weight = class_logits.shape[1] / present.sum(dim=1, keepdim=True).clamp(min=1)
+    return F.binary_cross_entropy_with_logits(
+        class_logits, present, pos_weight=weight.expand_as(present)
+    )
 
 
 # Each regression target beside the class, in head order: (PretrainSpec field holding its
@@ -359,12 +408,13 @@ class HeldOut:
 @torch.no_grad()
 def evaluate(model: torch.nn.Module, held_out: HeldOut) -> float:
     """Accuracy of ``model`` on the held-out images (its class logits; a thumbnail's outputs
-    follow them)."""
+    follow them). Multi-label: the top class is one the image shows."""
     model.eval()
     correct = 0
     for images, labels in held_out.chunks():
-        logits = model(images)[:, : held_out.num_classes]
-        correct += int((logits.argmax(dim=1) == labels).sum())
+        predicted = model(images)[:, : held_out.num_classes].argmax(dim=1)
+        hits = predicted[:, None] == labels if labels.dim() == 2 else predicted == labels
+        correct += int(hits.reshape(len(predicted), -1).any(dim=1).sum())
     model.train()
     return correct / held_out.n
 
