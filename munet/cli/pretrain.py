@@ -35,86 +35,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     budget.add_argument("--steps", type=int, help="train steps (deterministic budget)")
     budget.add_argument("--minutes", type=float, help="wall-clock budget, turned into steps")
     parser.add_argument("--out", required=True, help="work dir: state, root and card")
-    parser.add_argument(
-        "--recipe",
-        default="fractal",
-        help="fractal (default), fractal_ex, contours, contours_ex, noise, or a mix joined by "
-        "'+' (fractal_ex+contours_ex+noise); docs/pretrain.md",
-    )
-    parser.add_argument("--classes", type=int, default=100, help="pretraining classes (100)")
-    parser.add_argument(
-        "--instances",
-        type=int,
-        default=1,
-        help="up to this many instances of the class per image, 1..K at random (fractal and "
-        "contour recipes; 1: one figure, the default)",
-    )
-    parser.add_argument(
-        "--multi-label",
-        action="store_true",
-        help="with --instances K >= 2 of a figure recipe: each instance is its own class, and "
-        "the head says which classes an image shows (Anderson & Farrell's multi-instance "
-        "prediction; needs --label-smoothing 0; docs/pretrain.md)",
-    )
-    parser.add_argument(
-        "--thumbnail",
-        type=int,
-        default=0,
-        help="also regress a SIDE x SIDE colour thumbnail of each image from the class token, "
-        "so the features keep colour and layout (0: off, the default; docs/pretrain.md)",
-    )
-    parser.add_argument(
-        "--hog",
-        type=int,
-        default=0,
-        help="also regress histograms of oriented gradients on a SIDE x SIDE grid of cells "
-        "from the class token, so the features keep which way edges run (0: off, the "
-        "default; docs/pretrain.md)",
-    )
-    parser.add_argument(
-        "--contrastive",
-        type=int,
-        default=0,
-        help="also tell each image apart from the rest of its batch against a second view of "
-        "it (SimCLR's loss) with an embedding of this width, so the features keep what "
-        "tells images apart; twice the compute per step (0: off, the default; "
-        "docs/pretrain.md)",
-    )
-    parser.add_argument(
-        "--view-jitter",
-        type=float,
-        default=0.0,
-        help="with --contrastive, jitter the second views' colours by SimCLR's colour "
-        "distortion at this strength, up to 1.25 (0: crops alone, the default; SimCLR: 0.5 "
-        "on CIFAR, 1 on ImageNet; docs/pretrain.md)",
-    )
-    parser.add_argument(
-        "--pre-logits",
-        type=int,
-        default=0,
-        help="pretrain through a hidden layer of this width (Dense + tanh, vit_jax's "
-        "representation_size) between the class token and the head, dropped with the head "
-        "(0: off, the default; docs/pretrain.md)",
-    )
-    parser.add_argument(
-        "--head-decay-mult",
-        type=float,
-        default=1.0,
-        help="the head's output kernel decays this many times as strongly as the other "
-        "kernels (1: as the rest, the default; big_vision: 100; docs/pretrain.md)",
-    )
-    parser.add_argument(
-        "--label-smoothing",
-        type=float,
-        default=0.1,
-        help="label smoothing of the class loss (0.1, the default; 0: plain cross-entropy)",
-    )
-    parser.add_argument("--batch-size", type=int, default=128, help="batch size (128)")
-    parser.add_argument("--lr", type=float, default=1e-3, help="AdamW peak learning rate")
+    for flag, field, help_text in SPEC_OPTIONS:
+        default = _spec_default(field)
+        if isinstance(default, bool):
+            parser.add_argument(flag, dest=field, action="store_true", help=help_text)
+        else:
+            metavar = flag[2:].upper().replace("-", "_")
+            parser.add_argument(flag, dest=field, type=type(default), default=default,
+                                metavar=metavar, help=help_text)  # fmt: skip
     parser.add_argument(
         "--image-size", type=int, help="image side (default: the preset's ds_image_size)"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of classes, data and init")
     parser.add_argument(
         "--checkpoint-every", type=int, default=100, help="steps between resumable checkpoints"
     )
@@ -157,28 +88,64 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_pretrain)
 
 
-# Options that decide the weights, as (flag, attribute, default): the card's command names
-# those that differ from their defaults, so it reruns the same pretraining.
-_RECORDED = (
-    ("--recipe", "recipe", "fractal"),
-    ("--classes", "classes", 100),
-    ("--instances", "instances", 1),
-    ("--multi-label", "multi_label", False),
-    ("--thumbnail", "thumbnail", 0),
-    ("--hog", "hog", 0),
-    ("--contrastive", "contrastive", 0),
-    ("--view-jitter", "view_jitter", 0.0),
-    ("--pre-logits", "pre_logits", 0),
-    ("--head-decay-mult", "head_decay_mult", 1.0),
-    ("--label-smoothing", "label_smoothing", 0.1),
-    ("--batch-size", "batch_size", 128),
-    ("--lr", "lr", 1e-3),
-    ("--image-size", "image_size", None),
-    ("--seed", "seed", 0),
-    ("--checkpoint-every", "checkpoint_every", 100),
-    ("--dtype", "dtype", "float32"),
-    ("--precision", "precision", "auto"),
-)
+# The options that set a PretrainSpec field, as (flag, field, help); the default is the
+# field's own, and a bool field is a switch. A new spec field needs one row here.
+SPEC_OPTIONS = (
+    ("--recipe", "recipe", "fractal (default), fractal_ex, contours, contours_ex, noise, or a "
+     "mix joined by '+' (fractal_ex+contours_ex+noise); docs/pretrain.md"),
+    ("--classes", "num_classes", "pretraining classes (100)"),
+    ("--instances", "instances", "up to this many instances of the class per image, 1..K at "
+     "random (fractal and contour recipes; 1: one figure, the default)"),
+    ("--multi-label", "multi_label", "with --instances K >= 2 of a figure recipe: each "
+     "instance is its own class, and the head says which classes an image shows (Anderson & "
+     "Farrell's multi-instance prediction; needs --label-smoothing 0; docs/pretrain.md)"),
+    ("--thumbnail", "thumbnail", "also regress a SIDE x SIDE colour thumbnail of each image "
+     "from the class token, so the features keep colour and layout (0: off, the default; "
+     "docs/pretrain.md)"),
+    ("--hog", "hog", "also regress histograms of oriented gradients on a SIDE x SIDE grid of "
+     "cells from the class token, so the features keep which way edges run (0: off, the "
+     "default; docs/pretrain.md)"),
+    ("--contrastive", "contrastive", "also tell each image apart from the rest of its batch "
+     "against a second view of it (SimCLR's loss) with an embedding of this width, so the "
+     "features keep what tells images apart; twice the compute per step (0: off, the "
+     "default; docs/pretrain.md)"),
+    ("--view-jitter", "view_jitter", "with --contrastive, jitter the second views' colours by "
+     "SimCLR's colour distortion at this strength, up to 1.25 (0: crops alone, the default; "
+     "SimCLR: 0.5 on CIFAR, 1 on ImageNet; docs/pretrain.md)"),
+    ("--pre-logits", "pre_logits", "pretrain through a hidden layer of this width (Dense + "
+     "tanh, vit_jax's representation_size) between the class token and the head, dropped "
+     "with the head (0: off, the default; docs/pretrain.md)"),
+    ("--head-decay-mult", "head_decay_mult", "the head's output kernel decays this many times "
+     "as strongly as the other kernels (1: as the rest, the default; big_vision: 100; "
+     "docs/pretrain.md)"),
+    ("--label-smoothing", "label_smoothing", "label smoothing of the class loss (0.1, the "
+     "default; 0: plain cross-entropy)"),
+    ("--batch-size", "batch_size", "batch size (128)"),
+    ("--lr", "lr", "AdamW peak learning rate (0.001)"),
+    ("--weight-decay", "weight_decay", "AdamW weight decay of the kernels (0.05)"),
+    ("--warmup-ratio", "warmup_ratio", "share of the steps spent warming the learning rate "
+     "up, before its cosine decay (0.05)"),
+    ("--seed", "seed", "seed of classes, data and init (0)"),
+)  # fmt: skip
+
+
+def _spec_default(field: str):
+    from munet.pretrain.spec import PretrainSpec
+
+    return PretrainSpec.__dataclass_fields__[field].default
+
+
+def _recorded() -> list[tuple[str, str, object]]:
+    """The options that decide the weights, as (flag, attribute, default): the card's command
+    names those that differ from their defaults, so it reruns the same pretraining."""
+    spec_options = [(flag, field, _spec_default(field)) for flag, field, _ in SPEC_OPTIONS]
+    return [
+        *spec_options,
+        ("--image-size", "image_size", None),
+        ("--checkpoint-every", "checkpoint_every", 100),
+        ("--dtype", "dtype", "float32"),
+        ("--precision", "precision", "auto"),
+    ]
 
 
 def _command_line(args: argparse.Namespace) -> str:
@@ -189,7 +156,7 @@ def _command_line(args: argparse.Namespace) -> str:
     else:
         parts += ["--minutes", str(args.minutes)]
     parts += ["--out", args.out]
-    for flag, attribute, default in _RECORDED:
+    for flag, attribute, default in _recorded():
         value = getattr(args, attribute)
         if value is True:  # a switch
             parts.append(flag)
@@ -229,20 +196,7 @@ def _pretrain(args: argparse.Namespace) -> int:
             model=config.model,
             num_layers=int(hparams["num_layers"]),
             image_size=args.image_size or int(hparams["ds_image_size"]),
-            recipe=args.recipe,
-            num_classes=args.classes,
-            instances=args.instances,
-            multi_label=args.multi_label,
-            thumbnail=args.thumbnail,
-            hog=args.hog,
-            contrastive=args.contrastive,
-            view_jitter=args.view_jitter,
-            pre_logits=args.pre_logits,
-            head_decay_mult=args.head_decay_mult,
-            label_smoothing=args.label_smoothing,
-            batch_size=args.batch_size,
-            lr=args.lr,
-            seed=args.seed,
+            **{field: getattr(args, field) for _, field, _ in SPEC_OPTIONS},
         ).validate()
         threads = apply_thread_policy(args.threads)
         device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")

@@ -1,8 +1,11 @@
+import dataclasses
 import json
 
 import pytest
 
 from munet.cli import main
+from munet.cli.pretrain import SPEC_OPTIONS
+from munet.pretrain.spec import PretrainSpec
 
 TINY = ["--classes", "3", "--batch-size", "4", "--image-size", "8", "--no-progress",
         "--eval-examples", "8", "--threads", "1"]  # fmt: skip
@@ -25,6 +28,22 @@ def test_pretrain_writes_a_root_and_card_and_resumes(tmp_path, capsys):
     assert main(["pretrain", "--agent", "VitCpu", "--steps", "3", "--out", out, *TINY]) == 4
 
 
+def test_every_spec_field_the_preset_does_not_set_is_an_option_with_the_specs_default(
+    tmp_path,
+):
+    from_preset = {"preset", "model", "num_layers", "image_size"}
+    fields = {f.name for f in dataclasses.fields(PretrainSpec)} - from_preset
+    assert sorted(field for _, field, _ in SPEC_OPTIONS) == sorted(fields)
+    # Given no option, a run's spec is the spec's defaults (and the command names none).
+    out = str(tmp_path / "run")
+    assert main(["pretrain", "--agent", "VitCpu", "--steps", "1", "--out", out, "--no-progress",
+                 "--image-size", "8", "--eval-examples", "8", "--threads", "1"]) == 0  # fmt: skip
+    card = json.loads((tmp_path / "run" / "card.json").read_text())
+    defaults = PretrainSpec(preset="VitCpu", model="mu/4", num_layers=4, image_size=8)
+    assert card["recipe"] == dataclasses.asdict(defaults)
+    assert card["command"] == f"munet pretrain --agent VitCpu --steps 1 --out {out} --image-size 8"
+
+
 @pytest.mark.parametrize(
     "flag, field, good, bad, error",
     [
@@ -35,6 +54,8 @@ def test_pretrain_writes_a_root_and_card_and_resumes(tmp_path, capsys):
         ("--pre-logits", "pre_logits", "6", "-1", "pre_logits -1"),
         ("--head-decay-mult", "head_decay_mult", "100.0", "-1", "head_decay_mult -1.0"),
         ("--label-smoothing", "label_smoothing", "0.0", "1.5", "label_smoothing 1.5"),
+        ("--weight-decay", "weight_decay", "0.1", "-1", "weight_decay -1.0"),
+        ("--warmup-ratio", "warmup_ratio", "0.2", "1.5", "warmup_ratio 1.5"),
     ],
 )
 def test_a_weight_deciding_option_reaches_the_card_and_its_command(
