@@ -38,6 +38,7 @@ import torch
 
 from munet.models.vit import VisionTransformer
 from munet.pretrain.card import CARD_FILE, ROOT_DTYPES, ROOT_FILE, make_card, write_root
+from munet.pretrain.objectives import pretrain_loss
 from munet.pretrain.render import batch_source, resolve_render
 from munet.pretrain.spec import (
     HeldOut,
@@ -47,7 +48,6 @@ from munet.pretrain.spec import (
     lr_at,
     new_model,
     new_optimizer,
-    pretrain_loss,
     view_for_step,
 )
 from munet.pretrain.workdir import PretrainLockedError, WorkDirLock, load_state, save_state

@@ -15,13 +15,8 @@ from munet.pretrain.contrastive import (
     second_view,
 )
 from munet.pretrain.loop import batch_for_step, pretrain
-from munet.pretrain.spec import (
-    CONTRASTIVE_WEIGHT,
-    new_model,
-    pretrain_loss,
-    thumbnail_target,
-    view_for_step,
-)
+from munet.pretrain.objectives import CONTRASTIVE_WEIGHT, pretrain_loss, thumbnail_target
+from munet.pretrain.spec import new_model, view_for_step
 from tests.pretrain.train_helpers import train_with_the_loops_step
 
 

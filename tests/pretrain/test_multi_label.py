@@ -10,15 +10,8 @@ from safetensors.torch import load_file
 from munet.cli import main
 from munet.pretrain.generators import make_recipe, sample_batch
 from munet.pretrain.loop import _train_step, batch_for_step, pretrain
-from munet.pretrain.spec import (
-    HeldOut,
-    evaluate,
-    multi_label_loss,
-    new_model,
-    new_optimizer,
-    pretrain_loss,
-    shown_classes,
-)
+from munet.pretrain.objectives import multi_label_loss, pretrain_loss, shown_classes
+from munet.pretrain.spec import HeldOut, evaluate, new_model, new_optimizer
 from tests.pretrain.test_pretrain_cli import TINY
 
 

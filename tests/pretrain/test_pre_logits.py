@@ -8,7 +8,8 @@ from torch import nn
 
 from munet.models.components import lecun_normal
 from munet.pretrain.loop import batch_for_step, pretrain
-from munet.pretrain.spec import new_model, output_layer, thumbnail_target
+from munet.pretrain.objectives import thumbnail_target
+from munet.pretrain.spec import new_model, output_layer
 from tests.pretrain.train_helpers import extra_target_error, train_with_the_loops_step
 
 

@@ -16,13 +16,9 @@ from munet.pretrain.loop import (
     evaluate,
     pretrain,
 )
+from munet.pretrain.objectives import hog_target, pretrain_loss, thumbnail_target
 from munet.pretrain.roots import sha256_file
-from munet.pretrain.spec import (
-    hog_target,
-    new_model,
-    pretrain_loss,
-    thumbnail_target,
-)
+from munet.pretrain.spec import new_model
 from tests.pretrain.train_helpers import extra_target_error, train_with_the_loops_step
 
 
