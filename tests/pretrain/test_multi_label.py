@@ -1,4 +1,3 @@
-import json
 import re
 from dataclasses import replace
 
@@ -7,12 +6,10 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
-from munet.cli import main
 from munet.pretrain.generators import make_recipe, sample_batch
 from munet.pretrain.loop import _train_step, batch_for_step, pretrain
 from munet.pretrain.objectives import multi_label_loss, pretrain_loss, shown_classes
 from munet.pretrain.spec import HeldOut, evaluate, new_model, new_optimizer
-from tests.pretrain.test_pretrain_cli import TINY
 
 
 @pytest.fixture
@@ -122,17 +119,3 @@ def test_a_multi_label_run_resumes_to_the_same_weights_in_either_renderer(
         thread = pretrain(multi_spec, tmp_path / "c", **{**kwargs, "render": "thread"})
         a, b = load_file(str(thread.root_file)), load_file(str(straight.root_file))
         assert all(torch.equal(a[k], b[k]) for k in a)
-
-
-def test_the_cli_switch_reaches_the_card_and_its_command_and_bad_use_is_exit_2(tmp_path, capsys):
-    out = str(tmp_path / "run")
-    args = ["pretrain", "--agent", "VitCpu", "--steps", "1", "--out", out, *TINY]
-    good = ["--instances", "2", "--multi-label", "--label-smoothing", "0"]
-    assert main([*args, *good]) == 0
-    card = json.loads((tmp_path / "run" / "card.json").read_text())
-    assert card["recipe"]["multi_label"] is True
-    assert "--instances 2 --multi-label" in card["command"]
-    assert main([*args, "--multi-label", "--label-smoothing", "0"]) == 2  # one instance
-    assert "instances 1" in capsys.readouterr().err
-    assert main([*args, "--instances", "2", "--multi-label"]) == 2  # smoothing left on
-    assert "pass --label-smoothing 0" in capsys.readouterr().err

@@ -84,6 +84,20 @@ def test_view_jitter_reaches_the_card_with_contrastive_and_is_refused_without(
     assert "view_jitter 0.5" in capsys.readouterr().err
 
 
+def test_the_cli_switch_reaches_the_card_and_its_command_and_bad_use_is_exit_2(tmp_path, capsys):
+    out = str(tmp_path / "run")
+    args = ["pretrain", "--agent", "VitCpu", "--steps", "1", "--out", out, *TINY]
+    good = ["--instances", "2", "--multi-label", "--label-smoothing", "0"]
+    assert main([*args, *good]) == 0
+    card = json.loads((tmp_path / "run" / "card.json").read_text())
+    assert card["recipe"]["multi_label"] is True
+    assert "--instances 2 --multi-label" in card["command"]
+    assert main([*args, "--multi-label", "--label-smoothing", "0"]) == 2  # one instance
+    assert "instances 1" in capsys.readouterr().err
+    assert main([*args, "--instances", "2", "--multi-label"]) == 2  # smoothing left on
+    assert "pass --label-smoothing 0" in capsys.readouterr().err
+
+
 def test_pretrain_bad_input_is_exit_2(tmp_path, capsys):
     out = str(tmp_path / "x")
     assert main(["pretrain", "--agent", "MultiVitCpu", "--steps", "1", "--out", out]) == 2
