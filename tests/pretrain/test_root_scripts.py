@@ -272,3 +272,37 @@ def test_benchmark_pairs_pairs_cells_of_two_roots_on_validation_only(tmp_path, c
     (tmp_path / "new" / "cells" / "system" / "1k~a" / "seed_0.json").unlink()
     with pytest.raises(SystemExit, match="cells in one run only"):
         pairs([str(tmp_path / "old"), str(tmp_path / "new")])
+
+
+def write_card(path, held_out, probes=None, **recipe):
+    """A pretrain card: its recipe (PretrainSpec defaults but ``recipe``), held-out accuracy
+    and, given per-task ``probes``, stored validation figures (fine-tuning at 128 = probe +
+    0.1)."""
+    fields = {"preset": "VitCpu", "model": "mu/4", "num_layers": 4, "image_size": 24,
+              "recipe": "fractal", "num_classes": 100, "instances": 1, "seed": 0,
+              **recipe}  # fmt: skip
+    card = {"recipe": fields, "val_accuracy": held_out, "steps": 16000}
+    if probes is not None:
+        results = {task: {"probe": p, "finetune": {"128": p + 0.1}} for task, p in probes.items()}
+        card["validation"] = {"results": results}
+    path.write_text(json.dumps(card))
+    return str(path)
+
+
+def test_root_cards_lines_up_held_out_against_the_stored_validation_means(tmp_path, capsys):
+    cards = load_script("root_cards").main
+    high = write_card(tmp_path / "high.json", 0.8, {"a": 0.4, "b": 0.6}, instances=3)
+    low = write_card(tmp_path / "low.json", 0.3, {"a": 0.5, "b": 0.7}, seed=1)
+    small = write_card(tmp_path / "small.json", 0.5, {"a": 0.1, "b": 0.1}, image_size=16)
+    bare = write_card(tmp_path / "bare.json", 0.9)  # no validation figures yet
+    rows = cards([high, low, small, bare, "--image-size", "24"])
+    out = capsys.readouterr().out
+    assert [row["card"] for row in rows] == [low, high]  # by held-out accuracy
+    assert rows[1]["probe"] == pytest.approx(0.5)
+    assert rows[1]["finetune"] == pytest.approx({"128": 0.6})
+    assert rows[0]["recipe"] == "seed=1" and rows[1]["recipe"] == "instances=3"
+    assert "2 roots; 1 card(s) without validation figures left out" in out
+    assert len(cards([high, low, small])) == 3  # every size without --image-size
+    (tmp_path / "other.json").write_text(json.dumps({"results": {}}))
+    with pytest.raises(SystemExit, match="other.json.*is not a munet pretrain card"):
+        cards([str(tmp_path / "other.json")])

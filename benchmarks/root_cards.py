@@ -1,0 +1,99 @@
+"""Pretrained roots side by side, read from their cards: how far each learned its own task
+(held-out accuracy on its pretraining classes) against what root_compare.py stored on the
+evaluation tasks' validation splits (the linear probe's mean, the fine-tuning means), sorted
+by held-out accuracy. Nothing is measured again; cards without stored validation figures are
+counted and left out.
+
+    python benchmarks/root_cards.py docs/results/*/card*.json --image-size 24
+
+A card's held-out accuracy is its own task's: comparable between roots of one class count
+and loss, not across them (a multi-label root counts an image right when its top class is
+one the image shows; such rows are marked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+from pathlib import Path
+
+from munet.pretrain.spec import PretrainSpec
+
+# Set by the preset and the run, not options of the recipe: left out of the summary.
+_NOT_OPTIONS = {"preset", "model", "num_layers", "image_size"}
+
+
+def recipe_summary(recipe: dict) -> str:
+    """The card's spec fields that differ from PretrainSpec's defaults, as ``field=value``."""
+    defaults = {f.name: f.default for f in dataclasses.fields(PretrainSpec)}
+    return " ".join(
+        f"{name}={value}"
+        for name, value in recipe.items()
+        if name not in _NOT_OPTIONS and name in defaults and value != defaults[name]
+    )
+
+
+def card_row(path: Path) -> dict | None:
+    """One card's row, or None when it stores no validation figures."""
+    try:
+        card = json.loads(path.read_text())
+        recipe, held_out = card["recipe"], card["val_accuracy"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise SystemExit(
+            f"root_cards: {str(path)!r} is not a munet pretrain card (card.json with 'recipe' "
+            f"and 'val_accuracy'): {err}"
+        ) from None
+    validation = card.get("validation") or {}
+    results = validation.get("results")
+    if not results:
+        return None
+    budgets = sorted({b for figures in results.values() for b in figures["finetune"]}, key=int)
+    return {
+        "card": str(path),
+        "image_size": recipe["image_size"],
+        "steps": card.get("steps"),
+        "multi_label": bool(recipe.get("multi_label")),
+        "held_out": held_out,
+        "tasks": len(results),
+        "probe": statistics.mean(figures["probe"] for figures in results.values()),
+        "finetune": {
+            budget: statistics.mean(figures["finetune"][budget] for figures in results.values())
+            for budget in budgets
+        },
+        "recipe": recipe_summary(recipe),
+    }
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("cards", nargs="+", help="card.json files of pretrained roots")
+    parser.add_argument("--image-size", type=int, help="only roots of this image side")
+    args = parser.parse_args(argv)
+
+    rows, without = [], 0
+    for name in args.cards:
+        row = card_row(Path(name))
+        if row is None:
+            without += 1
+        elif args.image_size is None or row["image_size"] == args.image_size:
+            rows.append(row)
+    rows.sort(key=lambda row: row["held_out"])
+    budgets = sorted({b for row in rows for b in row["finetune"]}, key=int)
+    header = ["held-out", "probe", *(f"ft{b}" for b in budgets), "tasks", "steps"]
+    print("  ".join(f"{h:>8}" for h in header) + "  card: recipe (non-default fields)")
+    for row in rows:
+        mark = "*" if row["multi_label"] else " "
+        cells = [f"{row['held_out']:.3f}{mark}", f"{row['probe']:.3f}"]
+        cells += [f"{row['finetune'][b]:.3f}" if b in row["finetune"] else "-" for b in budgets]
+        cells += [str(row["tasks"]), str(row["steps"])]
+        print("  ".join(f"{c:>8}" for c in cells) + f"  {row['card']}: {row['recipe']}")
+    if any(row["multi_label"] for row in rows):
+        print("* multi-label: held-out counts the top class among the ones an image shows")
+    print(f"{len(rows)} roots; {without} card(s) without validation figures left out")
+    return rows
+
+
+if __name__ == "__main__":
+    main()
