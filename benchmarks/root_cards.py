@@ -2,7 +2,9 @@
 (held-out accuracy on its pretraining classes) against what root_compare.py stored on the
 evaluation tasks' validation splits (the linear probe's mean, the fine-tuning means), sorted
 by held-out accuracy. Nothing is measured again; cards without stored validation figures are
-counted and left out.
+counted and left out. Each card's comparison also measured an old root in the same run (the
+shipped root of its day), so each row gives its probe against that baseline, and the last
+line the highest probe's: ``ratio:`` its probe mean / its old root's, one comparison.
 
     python benchmarks/root_cards.py docs/results/*/card*.json --image-size 24
 
@@ -50,6 +52,7 @@ def card_row(path: Path) -> dict | None:
     if not results:
         return None
     budgets = sorted({b for figures in results.values() for b in figures["finetune"]}, key=int)
+    old_results = validation.get("old_results") or {}
     return {
         "card": str(path),
         "image_size": recipe["image_size"],
@@ -58,6 +61,12 @@ def card_row(path: Path) -> dict | None:
         "held_out": held_out,
         "tasks": len(results),
         "probe": statistics.mean(figures["probe"] for figures in results.values()),
+        # The same run's baseline: the old root on the same tasks (None if not stored).
+        "old_probe": (
+            statistics.mean(old_results[task]["probe"] for task in results)
+            if set(results) <= set(old_results)
+            else None
+        ),
         "finetune": {
             budget: statistics.mean(figures["finetune"][budget] for figures in results.values())
             for budget in budgets
@@ -81,17 +90,25 @@ def main(argv: list[str] | None = None) -> list[dict]:
             rows.append(row)
     rows.sort(key=lambda row: row["held_out"])
     budgets = sorted({b for row in rows for b in row["finetune"]}, key=int)
-    header = ["held-out", "probe", *(f"ft{b}" for b in budgets), "tasks", "steps"]
+    header = ["held-out", "probe", "vs old", *(f"ft{b}" for b in budgets), "tasks", "steps"]
     print("  ".join(f"{h:>8}" for h in header) + "  card: recipe (non-default fields)")
     for row in rows:
         mark = "*" if row["multi_label"] else " "
+        old = row["old_probe"]
         cells = [f"{row['held_out']:.3f}{mark}", f"{row['probe']:.3f}"]
+        cells.append("-" if old is None else f"{row['probe'] - old:+.3f}")
         cells += [f"{row['finetune'][b]:.3f}" if b in row["finetune"] else "-" for b in budgets]
         cells += [str(row["tasks"]), str(row["steps"])]
         print("  ".join(f"{c:>8}" for c in cells) + f"  {row['card']}: {row['recipe']}")
     if any(row["multi_label"] for row in rows):
         print("* multi-label: held-out counts the top class among the ones an image shows")
     print(f"{len(rows)} roots; {without} card(s) without validation figures left out")
+    best = max((row for row in rows if row["old_probe"]), key=lambda r: r["probe"], default=None)
+    if best is not None:
+        print(
+            f"ratio: {best['probe'] / best['old_probe']:.3f} (the highest probe, {best['card']}, "
+            "over the old root its comparison measured in the same run)"
+        )
     return rows
 
 

@@ -116,8 +116,8 @@ class _ProcessSource:
         context = torch.multiprocessing.get_context("spawn")
         size = spec.image_size
         self._images = torch.empty(PROCESS_SLOTS, spec.batch_size, 3, size, size).share_memory_()
-        labels = (PROCESS_SLOTS, spec.batch_size, *spec.label_shape)
-        self._labels = torch.empty(labels, dtype=torch.int64)
+        label_slots = (PROCESS_SLOTS, spec.batch_size, *spec.label_shape)
+        self._labels = torch.empty(label_slots, dtype=torch.int64)
         self._labels.share_memory_()
         self._free = context.Queue()
         self._ready = context.Queue()

@@ -126,12 +126,12 @@ class PretrainSpec:
             raise ValueError(
                 f"label_smoothing {self.label_smoothing!r}: expected 0 (off) up to below 1"
             )
-        if self.multi_label and self.label_smoothing:
-            raise ValueError(
-                f"label_smoothing {self.label_smoothing!r} with multi_label: expected 0 (the "
-                "multi-label loss has no smoothing; pass --label-smoothing 0)"
-            )
         if self.multi_label:
+            if self.label_smoothing:
+                raise ValueError(
+                    f"label_smoothing {self.label_smoothing!r} with multi_label: expected 0 "
+                    "(the multi-label loss has no smoothing; pass --label-smoothing 0)"
+                )
             check_multi_label(self.recipe, self.instances)
         if not (self.lr > 0 and 0 <= self.warmup_ratio < 1 and self.weight_decay >= 0):
             raise ValueError(

@@ -277,14 +277,15 @@ def test_benchmark_pairs_pairs_cells_of_two_roots_on_validation_only(tmp_path, c
 def write_card(path, held_out, probes=None, **recipe):
     """A pretrain card: its recipe (PretrainSpec defaults but ``recipe``), held-out accuracy
     and, given per-task ``probes``, stored validation figures (fine-tuning at 128 = probe +
-    0.1)."""
+    0.1; the comparison's old root probes 0.5 on every task)."""
     fields = {"preset": "VitCpu", "model": "mu/4", "num_layers": 4, "image_size": 24,
               "recipe": "fractal", "num_classes": 100, "instances": 1, "seed": 0,
               **recipe}  # fmt: skip
     card = {"recipe": fields, "val_accuracy": held_out, "steps": 16000}
     if probes is not None:
         results = {task: {"probe": p, "finetune": {"128": p + 0.1}} for task, p in probes.items()}
-        card["validation"] = {"results": results}
+        old = {task: {"probe": 0.5, "finetune": {"128": 0.6}} for task in probes}
+        card["validation"] = {"results": results, "old_results": old}
     path.write_text(json.dumps(card))
     return str(path)
 
@@ -302,6 +303,9 @@ def test_root_cards_lines_up_held_out_against_the_stored_validation_means(tmp_pa
     assert rows[1]["finetune"] == pytest.approx({"128": 0.6})
     assert rows[0]["recipe"] == "seed=1" and rows[1]["recipe"] == "instances=3"
     assert "2 roots; 1 card(s) without validation figures left out" in out
+    assert rows[0]["old_probe"] == pytest.approx(0.5)
+    # The highest probe (0.6, low.json) over its comparison's old root (0.5), same run.
+    assert f"ratio: 1.200 (the highest probe, {low}," in out
     assert len(cards([high, low, small])) == 3  # every size without --image-size
     (tmp_path / "other.json").write_text(json.dumps({"results": {}}))
     with pytest.raises(SystemExit, match="other.json.*is not a munet pretrain card"):
