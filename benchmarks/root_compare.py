@@ -12,7 +12,9 @@ was pretrained at: its card's, or ``--image-size``). Prints the table, the mean 
 
 ``--split test`` reads the test splits instead: do it once, for the final card, after every
 choice is made (``--card CARD.json`` stores the NEW root's figures under the card's ``test``
-key; with the validation split, under ``validation``). Jobs (root x task) run in ``--workers``
+key; with the validation split, under ``validation``); with ``--merge`` the run's budgets join
+the comparison stored there instead (the same two roots and tasks, checked by sha256), as the
+1,152-step column measured after a choice does. Jobs (root x task) run in ``--workers``
 processes.
 
     python benchmarks/root_compare.py --old munet/pretrain/roots/VitCpu.safetensors \
@@ -40,7 +42,12 @@ prepare_openmp_env()
 import torch  # noqa: E402
 
 from munet.config import get_preset  # noqa: E402
-from munet.pretrain.card import card_beside, update_card  # noqa: E402
+from munet.pretrain.card import (  # noqa: E402
+    card_beside,
+    check_same_comparison,
+    merge_comparisons,
+    update_card,
+)
 from munet.pretrain.root_eval import evaluation_tasks, measure_root  # noqa: E402
 from munet.pretrain.roots import sha256_file  # noqa: E402
 
@@ -61,9 +68,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--workers", type=int, default=1, help="processes (on a GPU too: they share it)"
     )
     parser.add_argument("--card", help="store the NEW root's figures in this card")
+    parser.add_argument(
+        "--merge", action="store_true",
+        help="add these fine-tune budgets to the comparison stored in --card (same roots)",
+    )  # fmt: skip
     parser.add_argument("--json", help="write all figures here")
     parser.add_argument("--quick", action="store_true", help="tiny smoke run")
     args = parser.parse_args(argv)
+    if args.merge and not args.card:
+        parser.error("--merge adds to the comparison stored in a card: give --card CARD.json")
     if args.quick:
         args.steps, args.max_train, args.max_eval = [2, 4], 32, 32
         args.tasks = args.tasks or ["synth/color"]
@@ -87,6 +100,32 @@ def digest(root: str) -> str | None:
     return sha256_file(root) if Path(root).is_file() else None
 
 
+def stored_to_merge(args: argparse.Namespace) -> dict | None:
+    """With ``--merge``: the comparison stored under the split in ``--card``, checked before
+    any run to have compared these roots on these tasks and to lack these budgets (SystemExit
+    naming what differs)."""
+    if not args.merge:
+        return None
+    stored = json.loads(Path(args.card).read_text()).get(args.split)
+    if not stored:
+        sys.exit(f"--merge: nothing stored under {args.split!r} in {args.card} to add to")
+    planned = {
+        "old": args.old, "new": args.new,
+        "old_sha256": digest(args.old), "new_sha256": digest(args.new),
+        "max_train": args.max_train, "max_eval": args.max_eval, "tasks": args.tasks,
+    }  # fmt: skip
+    try:
+        check_same_comparison(stored, planned)
+    except ValueError as error:
+        sys.exit(f"--merge into {args.card}: {error}")
+    again = sorted({int(s) for f in stored["results"].values() for s in f["finetune"]}
+                   & set(args.steps))  # fmt: skip
+    if again:
+        sys.exit(f"--merge into {args.card}: --steps {again} already stored; give only budgets "
+                 f"the stored comparison lacks")  # fmt: skip
+    return stored
+
+
 def job(spec: dict) -> dict:
     torch.set_num_threads(spec["threads"])
     start = time.perf_counter()
@@ -101,6 +140,7 @@ def job(spec: dict) -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
+    stored = stored_to_merge(args)
     preset = get_preset(args.agent)
     default = (int(preset.hparams_defaults["ds_image_size"]),
                int(preset.hparams_defaults["num_layers"]))  # fmt: skip
@@ -161,6 +201,7 @@ def main(argv: list[str] | None = None) -> dict:
         # A path names whatever file is there now (the shipped root's path holds each new
         # root in turn); the digests say which roots were measured.
         "old_sha256": digest(args.old), "new_sha256": digest(args.new),
+        "max_train": args.max_train, "max_eval": args.max_eval,
         "results": results["new"],
         "old_results": results["old"], "probe_delta": delta,
         "wall_s": round(time.perf_counter() - start, 1),
@@ -168,8 +209,9 @@ def main(argv: list[str] | None = None) -> dict:
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=1) + "\n")
     if args.card:
-        update_card(args.card, args.split, summary)
-        print(f"stored under '{args.split}' in {args.card}")
+        entry = merge_comparisons(stored, summary) if stored else summary
+        update_card(args.card, args.split, entry)
+        print(f"{'added to' if stored else 'stored under'} '{args.split}' in {args.card}")
     return summary
 
 

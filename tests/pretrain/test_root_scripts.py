@@ -112,6 +112,59 @@ def test_root_compare_prints_the_probe_delta_and_stores_it_in_the_card(
     assert "8 px" in out
 
 
+def test_root_compare_merge_adds_a_budget_to_the_stored_comparison_of_the_same_roots(
+    tmp_path, capsys, tiny_spec, restore_threads
+):
+    result = pretrain(tiny_spec, tmp_path / "new", steps=2, progress=False, eval_examples=8)
+    compare = load_script("root_compare").main
+    same = ["--old", "random_init", "--new", str(result.root_file), "--tasks", "synth/color",
+            "--max-train", "32", "--max-eval", "32", "--card", str(result.card_file)]  # fmt: skip
+    first = compare([*same, "--steps", "2"])
+    compare([*same, "--steps", "3", "--merge"])
+    assert "added to 'validation'" in capsys.readouterr().out
+    stored = json.loads(result.card_file.read_text())["validation"]
+    for which in ("results", "old_results"):
+        figures = stored[which]["synth/color"]
+        assert set(figures["finetune"]) == {"2", "3"}
+        # The probe is the first run's; its budget's figure is kept as it was.
+        assert figures["probe"] == first[which]["synth/color"]["probe"]
+        assert figures["finetune"]["2"] == first[which]["synth/color"]["finetune"]["2"]
+    assert stored["method"].count("benchmarks/root_compare.py") == 2
+
+    # Another example count, another root or a budget stored already: refused before any run,
+    # naming it, and the card is left as it was.
+    before = result.card_file.read_text()
+    refusals = {
+        "max_eval": [*same[:-4], "--max-eval", "16", *same[-2:], "--steps", "5"],
+        "the old root": [*same[2:], "--old", str(result.root_file), "--steps", "5"],
+        r"--steps \[3\] already stored": [*same, "--steps", "3"],
+    }
+    for name, argv in refusals.items():
+        with pytest.raises(SystemExit, match=name):
+            compare([*argv, "--merge"])
+    assert result.card_file.read_text() == before
+    with pytest.raises(SystemExit) as exit_info:
+        compare(["--old", "random_init", "--new", str(result.root_file), "--merge"])
+    assert exit_info.value.code == 2
+    assert "--merge adds to the comparison stored in a card" in capsys.readouterr().err
+
+
+def test_a_comparison_without_digests_cannot_be_merged_into():
+    from munet.pretrain.card import merge_comparisons
+
+    run = {"old": "a.safetensors", "new": "b.safetensors", "old_sha256": "1", "new_sha256": "2",
+           "max_train": 8, "max_eval": 8, "tasks": ["t"], "method": "m", "wall_s": 1.0,
+           "results": {"t": {"probe": 0.5, "finetune": {"4": 0.5}}},
+           "old_results": {"t": {"probe": 0.4, "finetune": {"4": 0.4}}}}  # fmt: skip
+    older = {key: value for key, value in run.items() if key != "old_sha256"}
+    with pytest.raises(ValueError, match="the old root: the stored comparison measured None"):
+        merge_comparisons(older, run)
+    with pytest.raises(ValueError, match="tasks"):
+        merge_comparisons(run, {**run, "tasks": ["t", "u"]})
+    with pytest.raises(ValueError, match=r"budget\(s\) \['4'\] on t: already stored"):
+        merge_comparisons(run, run)
+
+
 def test_pretrain_throughput_prints_a_ratio_and_the_generator_share(capsys, restore_threads):
     figures = load_script("pretrain_throughput").main(["--quick", "--other-precision", "bf16"])
     out = capsys.readouterr().out
