@@ -31,6 +31,13 @@ def test_shipped_roots_match_their_cards():
         assert card["preset"] == name and card["sha256"] == sha256_file(root.file)
         assert card["steps"] > 0 and card["command"].startswith("munet pretrain --agent " + name)
         assert root.file.stat().st_size < 4 * 1024 * 1024
+        # The measured figures name the root they measured by content, and the three
+        # fine-tuning budgets are on validation (the test split holds what was read once).
+        for split in ("validation", "test"):
+            assert card[split]["new_sha256"] == card["sha256"]
+        budgets = {b for figures in card["validation"]["results"].values()
+                   for b in figures["finetune"]}  # fmt: skip
+        assert budgets == {"128", "384", "1152"}
     assert shipped["VitT3"].card()["dtype"] == "float16"
 
 
