@@ -77,6 +77,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.merge and not args.card:
         parser.error("--merge adds to the comparison stored in a card: give --card CARD.json")
+    if args.merge and args.split == "test":
+        parser.error("--merge with --split test: the test splits are read once, with every "
+                     "budget at once; merge validation figures only")  # fmt: skip
     if args.quick:
         args.steps, args.max_train, args.max_eval = [2, 4], 32, 32
         args.tasks = args.tasks or ["synth/color"]
