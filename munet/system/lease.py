@@ -160,14 +160,18 @@ class AgentLease:
         except BaseException as err:
             # Interrupted (Ctrl-C, a cancelled task) or refused: leave no claim behind, if the
             # store lets us; a failed clean-up must not hide why acquiring failed (the claim
-            # then simply expires).
-            if not self._acquired:
-                try:
+            # then simply expires). Cut short after the lease was taken (its heartbeat may
+            # run), it is released: nobody would ever hold it, and the heartbeat would keep
+            # it alive as long as this process lives (a Ray worker outlives its task).
+            try:
+                if self._acquired:
+                    self.release()
+                else:
                     self._delete(self.token)
-                except Exception as cleanup:  # noqa: BLE001
-                    log.warning("agent %s: could not withdraw its lease claim after %s (%s); "
-                                "it expires in %.0fs", self.agent_id, type(err).__name__,
-                                cleanup, self.ttl)
+            except Exception as cleanup:  # noqa: BLE001
+                log.warning("agent %s: could not withdraw its lease claim after %s (%s); "
+                            "it expires in %.0fs", self.agent_id, type(err).__name__,
+                            cleanup, self.ttl)
             raise
 
     def _acquire(self) -> AgentLease:

@@ -128,19 +128,25 @@ class AgentLock:
         if self._held:
             raise AgentLockedError(f"agent {self.agent_id!r}: this lock is already held")
         self.fs.makedirs(self.agent_dir)
-        if self.lease is None:
-            self._acquire_flock()
-        else:
-            self.lease.acquire()
-            self.took_over = self.lease.took_over
-        self._held = True
-        if self.took_over:
-            gone = "that process is gone" if self.lease is None else "its lease expired"
-            warnings.warn(
-                f"agent {self.agent_id!r}: took over a stale lock left by "
-                f"{_describe(self.took_over)} ({gone})",
-                stacklevel=stacklevel,
-            )
+        try:
+            if self.lease is None:
+                self._acquire_flock()
+            else:
+                self.lease.acquire()
+                self.took_over = self.lease.took_over
+            self._held = True
+            if self.took_over:
+                gone = "that process is gone" if self.lease is None else "its lease expired"
+                warnings.warn(
+                    f"agent {self.agent_id!r}: took over a stale lock left by "
+                    f"{_describe(self.took_over)} ({gone})",
+                    stacklevel=stacklevel,
+                )
+        except BaseException:
+            # Cut short once taken (Ctrl-C or a cancelled task between two instructions, the
+            # warning turned into an error): the caller never gets this lock, so give it back.
+            self.release()
+            raise
         return self
 
     def _acquire_flock(self) -> None:
@@ -156,6 +162,7 @@ class AgentLock:
                 f"agent {self.agent_id!r} is already running: its lock {self.path} is held by "
                 f"{_describe(owner)}; stop that process or choose another agent"
             ) from None
+        self._fd = fd  # held from here: a cut-short acquire's release closes it
         previous = _parse_owner(os.pread(fd, 4096, 0))
         if previous and previous.get("pid") is not None:
             self.took_over = previous
@@ -163,12 +170,9 @@ class AgentLock:
         os.ftruncate(fd, 0)
         os.pwrite(fd, data, 0)
         os.fsync(fd)
-        self._fd = fd
 
     def release(self) -> None:
-        """Give the lock back (idempotent)."""
-        if not self._held:
-            return
+        """Give the lock back (idempotent; also what an interrupted `acquire` took)."""
         self._held = False
         if self._fd is not None:
             # Clear the owner so the next taker does not report a stale lock.

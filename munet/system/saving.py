@@ -72,9 +72,12 @@ class StateWriting:
             agent_id,
             lease_ttl=self.lease_ttl,
             lease_tag=self.lease_tag,
-        ).acquire(stacklevel=4)
-        self._locks[agent_id] = agent_lock
+        )
+        # Acquired inside the try: an interrupt landing right after the lock was taken (a
+        # cancelled Ray task is interrupted between any two instructions) still releases it.
         try:
+            agent_lock.acquire(stacklevel=4)
+            self._locks[agent_id] = agent_lock
             if not self.fs.atomic_rename:
                 # Before anything else: a new epoch, so no later write of an earlier holder
                 # can commit (munet.system.head).
@@ -82,7 +85,8 @@ class StateWriting:
             self._clean_leftovers(agent_id)
             yield agent_lock
         except BaseException as err:
-            self._locks.pop(agent_id, None)
+            if self._locks.get(agent_id) is agent_lock:
+                del self._locks[agent_id]
             # The error that ended the run is the one to report: a release that fails too
             # (the store is unreachable) only leaves a lease that expires by itself.
             try:

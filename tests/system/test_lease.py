@@ -191,3 +191,38 @@ def test_a_takeover_by_a_holder_that_finished_is_reported_as_such(memory_fs):
     assert f"pid {holder['pid']} on host {holder['host']}" in message, message
     assert "took the agent over (lease epoch 2) and has since finished" in message, message
     assert "not renewed within its ttl" not in message
+
+
+def _then_interrupt(original):
+    def wrapped(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        raise KeyboardInterrupt
+
+    return wrapped
+
+
+@pytest.mark.parametrize("cut_after", ["the heartbeat starts", "the lease", "the lock"])
+def test_an_interrupt_just_after_the_lease_is_taken_leaves_it_free(
+    memory_fs, monkeypatch, cut_after
+):
+    """A cancelled Ray task is interrupted between any two instructions (munet.job_cancel).
+    One landing just after the lease was taken, before the caller's `with` holds the lock,
+    must give it back: its heartbeat would otherwise renew it for as long as the worker
+    process lives, and every later run of the agent would be refused."""
+    from munet.system.lock import AgentLock
+
+    _, root = memory_fs
+    target = {
+        "the heartbeat starts": (AgentLease, "_start_heartbeat"),
+        "the lease": (AgentLease, "acquire"),
+        "the lock": (AgentLock, "acquire"),
+    }[cut_after]
+    monkeypatch.setattr(*target, _then_interrupt(getattr(*target)))
+    store = SystemStore(f"memory://{root}", lease_ttl=60)
+    with pytest.raises(KeyboardInterrupt):
+        with store.lock(A):
+            pytest.fail("the body must not run")
+    monkeypatch.undo()
+    assert not [t for t in threading.enumerate() if t.name == f"lease:{A}" and t.is_alive()]
+    with SystemStore(f"memory://{root}", lease_ttl=60).lock(A):  # at once, not in 60 s
+        pass

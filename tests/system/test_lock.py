@@ -82,3 +82,27 @@ def test_fsspec_storage_uses_a_lease(tmp_path):
             with store.lock(A):
                 pass
     assert not lock.held
+
+
+@pytest.mark.parametrize("cut_after", ["_acquire_flock", "acquire"])
+def test_an_interrupt_just_after_the_flock_is_taken_leaves_it_free(
+    tmp_path, monkeypatch, cut_after
+):
+    """On a local disk as on a lease (tests/system/test_lease.py): an interrupt right after
+    the flock was taken releases it, so the next lock in this process is not refused."""
+    from munet.system.lock import AgentLock
+
+    original = getattr(AgentLock, cut_after)
+
+    def then_interrupt(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(AgentLock, cut_after, then_interrupt)
+    store = SystemStore(str(tmp_path))
+    with pytest.raises(KeyboardInterrupt):
+        with store.lock("VitCpu~digits"):
+            pytest.fail("the body must not run")
+    monkeypatch.undo()
+    with store.lock("VitCpu~digits"):
+        pass
