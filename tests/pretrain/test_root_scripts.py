@@ -365,6 +365,11 @@ def test_root_cards_lines_up_held_out_against_the_stored_validation_means(tmp_pa
     # The highest probe (0.6, low.json) over its comparison's old root (0.5), same run.
     assert f"ratio: 1.200 (the highest probe, {low}," in out
     assert len(cards([high, low, small])) == 3  # every size without --image-size
+    capsys.readouterr()
+    # Roots that trade tasks: the best on each (a 0.6 from one, b 0.7 from the other).
+    trades = write_card(tmp_path / "trades.json", 0.6, {"a": 0.6, "b": 0.2})
+    cards([trades, low])
+    assert "best per task: mean 0.650 over 2 tasks" in capsys.readouterr().out
     (tmp_path / "other.json").write_text(json.dumps({"results": {}}))
     with pytest.raises(SystemExit, match="other.json.*is not a munet pretrain card"):
         cards([str(tmp_path / "other.json")])
