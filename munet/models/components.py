@@ -2,9 +2,11 @@
 
 A *components mapping* is `{component name: {tensor name: tensor}}`. Component names (the
 seed's split): `embedding`, `cls`, `posembed_input`, `encoderblock_{i}`, `encoder_norm`,
-`head` (only when num_classes > 0). Tensor names inside each component are stable:
+`head` (only when num_classes > 0); a hybrid ViT's stem comes first as `stem_root` and one
+component per stage, `stem_block1` .. (see `munet.models.stem` for their tensors). Tensor
+names inside each component are stable:
 
-    embedding         weight (D, 3, p, p), bias (D,)
+    embedding         weight (D, C, p, p), bias (D,)     C = 3, or the stem's channels
     cls               token (1, 1, D)
     posembed_input    pos_embedding (1, 1+N, D)          N = (image_size / p) ** 2
     encoderblock_{i}  norm1.weight (D,), norm1.bias (D,),
@@ -27,7 +29,6 @@ tensors with `requires_grad=False` held by several mappings; a trainable one has
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Iterator, Mapping
 
 import torch
@@ -35,29 +36,19 @@ from torch import nn
 from torch.func import functional_call
 
 from munet.models.arch import VitArch
+from munet.models.initializers import lecun_normal, xavier_uniform
+from munet.models.stem import init_stem_component, stem_component_names
 from munet.models.vit import VisionTransformer
+
+__all__ = ["lecun_normal"]  # re-exported: callers import the initialiser from here
 
 Components = dict[str, dict[str, torch.Tensor]]
 """{component name: {tensor name: tensor}}."""
 
-# JAX's lecun_normal draws from a normal truncated at +-2 std and rescales by this constant
-# so that the truncated distribution keeps the requested variance.
-_TRUNCATED_NORMAL_STD_CORRECTION = 0.87962566103423978
-
-
-def lecun_normal(
-    shape: tuple[int, ...], fan_in: int, generator: torch.Generator | None = None
-) -> torch.Tensor:
-    """JAX's (and Flax ``Dense``'s default) lecun_normal: a normal of variance 1 / fan_in,
-    truncated at +-2 std."""
-    std = math.sqrt(1.0 / fan_in) / _TRUNCATED_NORMAL_STD_CORRECTION
-    weight = torch.empty(shape)
-    return nn.init.trunc_normal_(weight, 0.0, std, -2 * std, 2 * std, generator=generator)
-
 
 def component_names(arch: VitArch) -> list[str]:
-    """Component names of a model of `arch`, in forward order."""
-    names = ["embedding", "cls", "posembed_input"]
+    """Component names of a model of `arch`, in forward order (a hybrid's stem first)."""
+    names = [*stem_component_names(arch.stem), "embedding", "cls", "posembed_input"]
     names += [f"encoderblock_{index}" for index in range(arch.num_layers)]
     names.append("encoder_norm")
     if arch.num_classes:
@@ -153,18 +144,14 @@ def check_components(
                 )
 
 
-def _xavier_uniform(shape: tuple[int, int], generator: torch.Generator | None) -> torch.Tensor:
-    fan_out, fan_in = shape
-    limit = math.sqrt(6.0 / (fan_in + fan_out))
-    return torch.empty(shape).uniform_(-limit, limit, generator=generator)
-
-
 def init_components(
     arch: VitArch, image_size: int, generator: torch.Generator | None = None
 ) -> Components:
     """Fresh parameters with the initialisers of Google's `vit_jax` model (the seed's init).
 
-    - embedding: weight lecun-normal (normal truncated at 2 std, fan_in = 3 p^2), bias 0
+    - a hybrid's stem: see `munet.models.stem.init_stem_component`
+    - embedding: weight lecun-normal (normal truncated at 2 std, fan_in = C p^2 with C = 3,
+      or the stem's output channels), bias 0
     - cls: zeros; posembed_input: normal(std 0.02)
     - attention: q, k, v and output kernels each xavier-uniform over (D, D) (Flax flattens
       the head axes), biases 0
@@ -195,9 +182,12 @@ def init_component(
         ValueError: `name` is not a component of `arch`.
     """
     width, mlp_dim = arch.width, arch.mlp_dim
+    if name in stem_component_names(arch.stem):
+        return init_stem_component(name, arch.stem, generator)
     if name == "embedding":
-        shape = (width, 3, arch.patch_size, arch.patch_size)
-        weight = lecun_normal(shape, 3 * arch.patch_size**2, generator)
+        channels = arch.embedding_channels
+        shape = (width, channels, arch.patch_size, arch.patch_size)
+        weight = lecun_normal(shape, channels * arch.patch_size**2, generator)
         return {"weight": weight, "bias": torch.zeros(width)}
     if name == "cls":
         return {"token": torch.zeros(1, 1, width)}
@@ -212,19 +202,19 @@ def init_component(
             "bias": torch.zeros(arch.num_classes),
         }
     if name.startswith("encoderblock_") and name in component_names(arch):
-        qkv = [_xavier_uniform((width, width), generator) for _ in range(3)]
+        qkv = [xavier_uniform((width, width), generator) for _ in range(3)]
         return {
             "norm1.weight": torch.ones(width),
             "norm1.bias": torch.zeros(width),
             "attn.qkv.weight": torch.cat(qkv, dim=0),
             "attn.qkv.bias": torch.zeros(3 * width),
-            "attn.proj.weight": _xavier_uniform((width, width), generator),
+            "attn.proj.weight": xavier_uniform((width, width), generator),
             "attn.proj.bias": torch.zeros(width),
             "norm2.weight": torch.ones(width),
             "norm2.bias": torch.zeros(width),
-            "mlp.fc1.weight": _xavier_uniform((mlp_dim, width), generator),
+            "mlp.fc1.weight": xavier_uniform((mlp_dim, width), generator),
             "mlp.fc1.bias": torch.empty(mlp_dim).normal_(0.0, 1e-6, generator=generator),
-            "mlp.fc2.weight": _xavier_uniform((width, mlp_dim), generator),
+            "mlp.fc2.weight": xavier_uniform((width, mlp_dim), generator),
             "mlp.fc2.bias": torch.empty(width).normal_(0.0, 1e-6, generator=generator),
         }
     raise ValueError(f"unknown component {name!r} for {arch}; known: {component_names(arch)}")

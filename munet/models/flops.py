@@ -15,11 +15,12 @@ the tests hold it to.
 from __future__ import annotations
 
 import functools
+import math
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from munet.models.arch import VitArch
+from munet.models.arch import StemArch, VitArch
 from munet.models.components import _meta_model, component_shapes
 
 
@@ -37,13 +38,35 @@ def count_flops(arch: VitArch, image_size: int) -> int:
     return int(counter.get_total_flops())
 
 
+def analytic_stem_flops(stem: StemArch, image_size: int) -> int:
+    """A hybrid stem's convolutions in closed form (its pool and norms are not counted)."""
+    side = math.ceil(image_size / stem.root_stride)
+    flops = 2 * side * side * stem.width * 3 * stem.root_kernel**2
+    if stem.root_pool:
+        side = math.ceil(side / 2)
+    channels = stem.width
+    for index, units in enumerate(stem.stages):
+        features, out = stem.features(index), 4 * stem.features(index)
+        for unit in range(units):
+            stride = 2 if index and not unit else 1
+            in_side, side = side, math.ceil(side / stride)
+            flops += 2 * in_side * in_side * features * channels  # conv1, 1 x 1
+            flops += 2 * side * side * features * features * 9  # conv2, 3 x 3, strided
+            flops += 2 * side * side * out * features  # conv3, 1 x 1
+            if unit == 0 and (channels != out or stride != 1):
+                flops += 2 * side * side * out * channels  # conv_proj, 1 x 1, strided
+            channels = out
+    return flops
+
+
 def analytic_flops(arch: VitArch, image_size: int) -> int:
-    """The same count in closed form (matmuls, conv and attention only)."""
+    """The same count in closed form (matmuls, convolutions and attention only)."""
     grid = arch.grid_size(image_size)
     patches = grid * grid
     tokens = patches + 1
     width, mlp_dim = arch.width, arch.mlp_dim
-    embedding = 2 * patches * width * 3 * arch.patch_size**2
+    stem = analytic_stem_flops(arch.stem, image_size) if arch.stem else 0
+    embedding = stem + 2 * patches * width * arch.embedding_channels * arch.patch_size**2
     per_block = (
         2 * tokens * width * 3 * width  # q, k, v projections
         + 2 * 2 * tokens * tokens * width  # scores and weighted values, all heads

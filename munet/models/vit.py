@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from munet.models.arch import VitArch
+from munet.models.stem import StemRoot, StemStage, stem_component_names
 
 LAYER_NORM_EPS = 1e-6
 
@@ -88,7 +89,7 @@ class EncoderBlock(nn.Module):
 
 
 def embed_patches(images: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """The p x p stride-p patch convolution as one matrix product: (B, 3, S, S) -> (B, N, D).
+    """The p x p stride-p patch convolution as one matrix product: (B, C, S, S) -> (B, N, D).
 
     Equals ``conv2d(images, weight, bias, stride=p).flatten(2).transpose(1, 2)`` (tokens
     row-major over the patch grid, like Flax) up to float rounding. Non-overlapping patches
@@ -110,7 +111,8 @@ def embed_patches(images: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor
 class VisionTransformer(nn.Module):
     """A ViT whose submodules are the µNet components.
 
-    Submodules: `embedding` (Conv2d), `cls` (ClassToken), `posembed_input`
+    Submodules: for a hybrid, `stem_root` and `stem_block1` .. (munet.models.stem); then
+    `embedding` (Conv2d), `cls` (ClassToken), `posembed_input`
     (PositionEmbedding), `encoderblock_0` .. `encoderblock_{L-1}` (EncoderBlock),
     `encoder_norm` (LayerNorm), and `head` (Linear) when `arch.num_classes > 0`.
 
@@ -122,7 +124,8 @@ class VisionTransformer(nn.Module):
         image_size: side of the square input images (fixes the position embedding's length).
 
     Raises:
-        ValueError: image_size not a multiple of the patch size.
+        ValueError: image_size not a multiple of the stride (the patch size, times the stem's
+            reduction for a hybrid).
     """
 
     def __init__(self, arch: VitArch, image_size: int) -> None:
@@ -130,7 +133,13 @@ class VisionTransformer(nn.Module):
         self.arch = arch
         self.image_size = image_size
         width = arch.width
-        self.embedding = nn.Conv2d(3, width, kernel_size=arch.patch_size, stride=arch.patch_size)
+        self._stem_names = stem_component_names(arch.stem)
+        if arch.stem is not None:
+            self.stem_root = StemRoot(arch.stem)
+            for index, name in enumerate(self._stem_names[1:]):
+                self.add_module(name, StemStage(arch.stem, index))
+        patch = arch.patch_size
+        self.embedding = nn.Conv2d(arch.embedding_channels, width, kernel_size=patch, stride=patch)
         self.cls = ClassToken(width)
         self.posembed_input = PositionEmbedding(arch.num_tokens(image_size), width)
         for index in range(arch.num_layers):
@@ -148,7 +157,10 @@ class VisionTransformer(nn.Module):
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """Args: images (B, 3, S, S). Returns logits (B, C), or (B, D) when headless."""
-        x = embed_patches(images, self.embedding.weight, self.embedding.bias)  # (B, N, D)
+        x = images
+        for name in self._stem_names:
+            x = getattr(self, name)(x)  # a hybrid's feature map (B, C', S/r, S/r)
+        x = embed_patches(x, self.embedding.weight, self.embedding.bias)  # (B, N, D)
         cls = self.cls.token.expand(x.shape[0], -1, -1)
         x = torch.cat([cls, x], dim=1) + self.posembed_input.pos_embedding  # (B, 1+N, D)
         for name in self._block_names:
