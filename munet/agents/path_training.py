@@ -67,9 +67,15 @@ class PathTraining:
         trainables: list[dict[str, Tensors]] = []
         for path, device in zip(paths, self.devices, strict=False):
             built = self.build_model(path, device, train=True)
-            flat = [t for tensors in built.trainable.values() for t in tensors.values()]
+            # Named ("<component>.<tensor>"), so AdamW can leave the ViT's tokens undecayed.
+            named = {
+                f"{component}.{name}": t
+                for component, tensors in built.trainable.items()
+                for name, t in tensors.items()
+            }
+            flat = list(named.values())
             optimizer = make_optimizer(
-                flat,
+                named,
                 path.hparams,
                 self.task.num_train_batches_between_validations,
                 num_validations,

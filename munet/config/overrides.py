@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from munet.config.fields import AgentConfig, ConfigError, ScorerConfig
+from munet.config.rules import OPTIONAL_HPARAMS
 
 
 def _parse_bool(text: str, key: str) -> bool:
@@ -59,6 +60,7 @@ def _all_keys(config: AgentConfig) -> list[str]:
     keys += [f"hparams_defaults.{k}" for k in config.hparams_defaults]
     keys += [f"hparams_mutation_ranges.{k}" for k in config.hparams_mutation_ranges]
     keys += list(config.hparams_defaults)  # Shorthand: `opt_lr` for `hparams_defaults.opt_lr`.
+    keys += [k for k in OPTIONAL_HPARAMS if k not in config.hparams_defaults]
     return keys
 
 
@@ -68,7 +70,9 @@ def apply_overrides(config: AgentConfig, overrides: Iterable[str]) -> AgentConfi
     Keys are field names (``batch_size``), dotted (``scorer.scale_factor``,
     ``hparams_defaults.opt_lr``, ``hparams_mutation_ranges.opt_lr``) or a bare hparam name as
     shorthand for its default (``opt_lr=0.05``). Values are parsed to the type of the value
-    they replace.
+    they replace. The known hparams a config may lack (``OPTIONAL_HPARAMS``: ``opt_optimizer``,
+    ``opt_weight_decay``) can be added the same ways, typed by their value when absent (a
+    mutation range: a JSON list).
 
     Raises:
         ConfigError: malformed item, unknown key (with close matches), unparsable value, or an
@@ -97,6 +101,10 @@ def _set_key(config: AgentConfig, key: str, text: str) -> None:
         if rest in table:
             table[rest] = parse_value(text, table[rest], key)
             return
+        if rest in OPTIONAL_HPARAMS:  # A known hparam the config lacks (opt_optimizer).
+            current = OPTIONAL_HPARAMS[rest] if head == "hparams_defaults" else []
+            table[rest] = parse_value(text, current, key)
+            return
     if (
         not dot
         and key in field_names
@@ -109,8 +117,8 @@ def _set_key(config: AgentConfig, key: str, text: str) -> None:
     ):
         setattr(config, key, parse_value(text, getattr(config, key), key))
         return
-    if not dot and key in config.hparams_defaults:
-        current = config.hparams_defaults[key]
+    if not dot and (key in config.hparams_defaults or key in OPTIONAL_HPARAMS):
+        current = config.hparams_defaults.get(key, OPTIONAL_HPARAMS.get(key))
         config.hparams_defaults[key] = parse_value(text, current, key)
         return
     known = _all_keys(config)

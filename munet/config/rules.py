@@ -22,6 +22,8 @@ from typing import Any
 
 # The lr schedules of munet.training.optim (not imported: it pulls in torch).
 LR_SCHEDULES = ("constant", "linear", "cosine", "restarts")
+# The optimizers of munet.training.optim (`OPTIMIZERS`; the first, the seed's, is the default).
+OPTIMIZERS = ("sgd", "adamw")
 _CLASS_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -163,6 +165,9 @@ HPARAM_RULES: dict[str, Rule] = {
     "opt_lr_warmup_ratio": PROBABILITY,
     "opt_momentum": PROBABILITY,
     "opt_nesterov": BOOL,
+    # munet's, absent from the seed's presets (their value when absent: OPTIONAL_HPARAMS).
+    "opt_optimizer": one_of(*OPTIMIZERS),
+    "opt_weight_decay": NON_NEGATIVE,
     "ds_area_range_min": number_in(0.0, 1.0, low_open=True),
     "ds_aspect_ratio_range_min": number_in(0.0, 1.0, low_open=True),
     "ds_flip_left_right": BOOL,
@@ -179,6 +184,9 @@ HPARAM_RULES: dict[str, Rule] = {
     "router_lr_mult": POSITIVE,
     "router_init_main_path_weight": PROBABILITY,
 }
+# Known hparams a config may lack, with the value munet uses for a path without them (the
+# seed's behaviour); `--set` may add them to a config (munet.config.overrides).
+OPTIONAL_HPARAMS: dict[str, Any] = {"opt_optimizer": OPTIMIZERS[0], "opt_weight_decay": 0.05}
 # Self-tuned mutation probabilities stored in hparams (`_mu_|hp:opt_lr`).
 MU_PREFIX = "_mu_|"
 _PLAIN_VALUE = Rule(

@@ -6,7 +6,9 @@ Public API:
   num_validations) -> Callable[[int], float]` (constant, linear, cosine, restarts);
   `LR_SCHEDULES`.
 - `make_optimizer(params, hparams, steps_between_validations, num_validations)
-  -> PathOptimizer` (SGD momentum/Nesterov, clipping at global norm 1); `PathOptimizer`,
+  -> ScheduledOptimizer`: the optimizer `opt_optimizer` names in `OPTIMIZERS` (`sgd`, the
+  seed's and the default: `PathOptimizer`, SGD momentum/Nesterov; `adamw`: `AdamW`, decoupled
+  weight decay `opt_weight_decay`), clipping at global norm 1, the lr schedule;
   `clip_grad_global_norm_`.
 - `train_candidates(candidates, train_batches, validation_batches, steps_between_validations,
   num_validations, progress=None, on_validation=None) -> TrainStats`; `TrainCandidate` (after
@@ -34,7 +36,10 @@ _EXPORTS: dict[str, str] = {
     "to_device": "munet.training.loop",
     "train_candidates": "munet.training.loop",
     "LR_SCHEDULES": "munet.training.optim",
+    "AdamW": "munet.training.optim",
+    "OPTIMIZERS": "munet.training.optim",
     "PathOptimizer": "munet.training.optim",
+    "ScheduledOptimizer": "munet.training.optim",
     "clip_grad_global_norm_": "munet.training.optim",
     "make_lr_schedule": "munet.training.optim",
     "make_optimizer": "munet.training.optim",

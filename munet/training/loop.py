@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from munet.training.optim import PathOptimizer
+from munet.training.optim import ScheduledOptimizer
 from munet.training.precision import autocast, check_precision
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ class TrainCandidate:
     label: str
     model: Callable[[torch.Tensor], torch.Tensor]
     trainable: list[torch.Tensor]
-    optimizer: PathOptimizer
+    optimizer: ScheduledOptimizer
     score_of_quality: Callable[[float], float]
     threshold: float
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
