@@ -292,3 +292,8 @@ def test_preset_precision_and_thread_policies():
     for name in ("VitT3", "VitB", "Vit"):
         assert get_preset(name).precision == "auto"
         assert get_preset(name).num_threads == 0
+
+
+def test_an_image_size_off_the_models_stride_is_refused_at_config_time():
+    with pytest.raises(ConfigError, match=r"ds_image_size=10: expected a multiple of 4"):
+        apply_overrides(get_preset("VitCpu"), ["hparams_mutation_ranges.ds_image_size=[10, 24]"])

@@ -153,12 +153,24 @@ class AgentConfig:
                 mutation range without a default, or an unknown model.
         """
         from munet.config.rules import check_config
-        from munet.models.arch import vit_sizes
+        from munet.models.arch import VitArch, vit_sizes
 
         # Types and ranges of every field and hparam (munet.config.rules), then the rest.
         check_config(self)
         if self.model not in vit_sizes():
             raise ConfigError(f"unknown model {self.model!r}; known: {', '.join(vit_sizes())}")
+        # Every image size a path may take must fill whole patches of the model (for a hybrid,
+        # whole cells of its stem's feature map too).
+        stride = VitArch.from_size(self.model).stride
+        sizes = [("hparams_defaults", self.hparams_defaults.get("ds_image_size"))]
+        sizes += [("hparams_mutation_ranges", s)
+                  for s in self.hparams_mutation_ranges.get("ds_image_size", [])]  # fmt: skip
+        for where, size in sizes:
+            if isinstance(size, int) and size % stride:
+                raise ConfigError(
+                    f"{where}.ds_image_size={size}: expected a multiple of {stride}, the "
+                    f"stride of model {self.model!r}"
+                )
         if self.precision not in PRECISIONS:
             raise ConfigError(
                 f"unknown precision {self.precision!r}; known: {', '.join(PRECISIONS)}"

@@ -139,10 +139,10 @@ class PretrainSpec:
                 f"{self.weight_decay!r}: expected lr > 0, 0 <= warmup < 1, decay >= 0"
             )
         arch = self.arch()
-        if self.image_size % arch.patch_size:
+        if self.image_size % arch.stride:
             raise ValueError(
-                f"image_size {self.image_size}: expected a multiple of the patch size "
-                f"{arch.patch_size} of {self.model}"
+                f"image_size {self.image_size}: expected a multiple of the stride "
+                f"{arch.stride} of {self.model} (its patch size, times a hybrid stem's reduction)"
             )
         return self
 
