@@ -30,6 +30,12 @@ subpath that is no longer loaded is drawn again (the seed crashes), never as the
 another slot; by default a ``random_init`` root is never a subpath, drawn or inherited (its
 untrained parameters would be published in the model; ``multipath_random_root=true`` restores
 the seed's rule).
+
+Each subpath runs at its own architecture: the model size of the agent that grew it (its stored
+config's ``model``), so a hybrid subpath (a ResNet stem before the patch embedding) combines
+with plain ones, each connector mapping its path's width. The size is recorded in the slot's
+reference (``hparams["paths"][slot]["model"]``) only where it differs from this agent's
+``model``, so a system of one model size records exactly what it did before.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from __future__ import annotations
 import copy
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -58,6 +64,7 @@ from munet.agents.subpath_choice import (  # noqa: F401  (canonical: re-exported
     slot_name,
 )
 from munet.config import AgentConfig
+from munet.models.arch import VitArch
 from munet.models.multipath import (
     ROUTER,
     MultipathVit,
@@ -68,9 +75,11 @@ from munet.models.multipath import (
 )
 from munet.system import Component, Path, Population, SystemStore, format_agent_id
 from munet.system.component import PathComponent
+from munet.system.errors import CorruptStateError
 
 # Mutation, selection and reuse decisions: shown by `munet run -v` (munet.cli.agents).
 log = logging.getLogger(DECISIONS_LOGGER)
+
 
 def subpath_refs(path: Path) -> dict[str, str]:
     """{slot: full id of the subpath} of a multipath path (empty for a singlepath one)."""
@@ -113,6 +122,7 @@ class MultipathAgent(SubpathChoice, Agent):
         super().__init__(config, task_name, store, options=options, **option_values)
         # Frozen subpaths' outputs, reused across the steps and generations of this agent.
         self.path_outputs = PathOutputCache(self.config.path_output_cache_mb * 2**20)
+        self._agent_models: dict[str, str] = {}
 
     @property
     def singlepath_class(self) -> str:
@@ -157,12 +167,42 @@ class MultipathAgent(SubpathChoice, Agent):
         sizes = sorted({int(s) for path in paths for s in path.hparams["ds_image_size"]})
         return {**ds_hparams, "ds_image_size": sizes}
 
+    def agent_model(self, agent_id: str) -> str:
+        """The model size the agent ``agent_id`` grows its paths with (the ``model`` of the
+        config stored with its latest state), else this agent's ``model``."""
+        model = self._agent_models.get(agent_id)
+        if model is None:
+            model = self.config.model
+            state = self.store.latest_state(agent_id)
+            if state is not None:
+                try:
+                    stored = self.store.read_manifest(state).get("config") or {}
+                except (CorruptStateError, OSError, ValueError) as error:
+                    log.warning("%s: config unreadable (%s): model %s", agent_id, error, model)
+                    stored = {}
+                model = str(stored.get("model") or model)
+            self._agent_models[agent_id] = model
+        return model
+
+    def _subpath_config(self, ref: Mapping[str, Any]) -> AgentConfig:
+        """This agent's config with the model size the slot's path was grown with."""
+        model = ref.get("model")
+        if model is None or model == self.config.model:
+            return self.config
+        config = copy.copy(self.config)
+        config.model = str(model)
+        return config
+
+    def subpath_arch(self, ref: Mapping[str, Any]) -> VitArch:
+        """The architecture a slot's path runs at (headless for another task's path)."""
+        return model_arch(self._subpath_config(ref), ref["hparams"])
+
     def path_flops(self, path: Path) -> float:
         subpaths = path.hparams["paths"]
         return float(
             count_multipath_flops(
                 [
-                    (model_arch(self.config, ref["hparams"]), int(ref["hparams"]["ds_image_size"]))
+                    (self.subpath_arch(ref), int(ref["hparams"]["ds_image_size"]))
                     for ref in subpaths.values()
                 ]
             )
@@ -184,7 +224,8 @@ class MultipathAgent(SubpathChoice, Agent):
             if not isinstance(wrapped, PathComponent):
                 raise ValueError(f"path {path.full_id}: component {slot} is not a wrapped path")
             hparams = subpaths[slot]["hparams"]
-            model, _ = assemble_vit(self.config, wrapped.path, device, train=False, hparams=hparams)
+            config = self._subpath_config(subpaths[slot])
+            model, _ = assemble_vit(config, wrapped.path, device, train=False, hparams=hparams)
             if reuse:
                 key = (wrapped.path.full_id, int(hparams.get("num_classes", 0)), model.image_size)
                 model = _CachedPath(model, self.path_outputs.wrap(key, model))
@@ -260,6 +301,9 @@ class MultipathAgent(SubpathChoice, Agent):
                 hparams["paths"][slot]["hparams"]["num_classes"] = 0  # Headless.
             elif slot != MAIN_PATH:
                 raise AgentError(f"{slot} {sub.full_id} is a path of this agent's own task")
+            model = self.agent_model(sub.agent_id)
+            if model != self.config.model:  # Grown at another size (a hybrid, ...).
+                hparams["paths"][slot]["model"] = model
         hparams["ds_image_size"] = sorted(
             {int(ref["hparams"]["ds_image_size"]) for ref in hparams["paths"].values()}
         )
@@ -293,7 +337,7 @@ class MultipathAgent(SubpathChoice, Agent):
             )
         }
         for index in range(1, len(slots)):
-            width = model_arch(self.config, hparams["paths"][slot_name(index)]["hparams"]).width
+            width = self.subpath_arch(hparams["paths"][slot_name(index)]).width
             wanted[head_adapter_name(index)] = init_head_adapter(width, num_classes)
 
         made: dict[str, Component] = {}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -175,7 +175,8 @@ def path_model(
     Generic over the path's components: plain ones form a ViT (the ones its architecture
     uses: a subpath used headless leaves its head out); wrapped paths form a multipath model
     whose slots are built the same way, with the hparams the multipath path recorded for them
-    (`hparams["paths"][slot]["hparams"]`).
+    (`hparams["paths"][slot]["hparams"]`) and at the model size recorded for a slot grown at
+    another size than the holding agent's (`hparams["paths"][slot]["model"]`: a hybrid).
 
     Args:
         path: the path.
@@ -220,9 +221,12 @@ def path_model(
     for component in path.components:
         if isinstance(component, PathComponent):
             sub = component.path
-            sub_hparams = (recorded.get(component.name) or {}).get("hparams") or sub.hparams
-            # The holding agent's config builds its subpaths, as the multipath agent does.
-            node, sub_tensors = path_model(sub, config, configs, sub_hparams)
+            ref = recorded.get(component.name) or {}
+            sub_hparams = ref.get("hparams") or sub.hparams
+            # The holding agent's config builds its subpaths, at the model size recorded for
+            # the slot, as the multipath agent does.
+            sub_config = {**config, "model": ref["model"]} if ref.get("model") else config
+            node, sub_tensors = path_model(sub, sub_config, configs, sub_hparams)
             if node["type"] != "vit":
                 raise ValueError(f"path {path.full_id}: slot {component.name} wraps a multipath")
             slots[component.name] = node
@@ -289,6 +293,7 @@ def export_published(
     path_id: int | None = None,
     data_dir: str | None = None,
     class_metrics: bool = True,
+    check_model: Callable[[dict[str, Any], str], None] | None = None,
 ):
     """Exports the best published path of a task (or the one named) as a standalone folder.
 
@@ -300,11 +305,15 @@ def export_published(
     pass) and its per-class accuracy, confusion matrix and top-5 go into `config.json` and
     the model card.
 
+    `check_model(model tree, "path AGENT:ID")` runs before any data is read or anything is
+    written; it raises to refuse the path (`munet export --format hf` refuses a hybrid ViT).
+
     Returns:
         (the folder, the `PublishedPath` exported).
 
     Raises:
-        PublishedError: no such path. munet.models.export.ExportError: `out_dir` not empty.
+        PublishedError: no such path. munet.models.export.ExportError: `out_dir` not empty,
+            or refused by `check_model`.
     """
     from munet.models.export import Preprocessing, save_exported
 
@@ -312,6 +321,8 @@ def export_published(
     published = system.find(task_name, agent_class, path_id)
     path = published.path
     node, tensors = path_model(path, published.config, system.configs)
+    if check_model is not None:
+        check_model(node, f"path {path.full_id}")
     class_names = None
     size = None
     per_class = None

@@ -126,9 +126,10 @@ def _export(args: argparse.Namespace) -> int:
         folder, published = _in_format(
             args,
             lambda out: export_published(
-                store, args.task, out, args.agent, args.path, args.data_dir
+                store, args.task, out, args.agent, args.path, args.data_dir,
+                check_model=_model_check(args.format),
             ),
-        )
+        )  # fmt: skip
     except (ValueError, SystemStateError, ImportError) as error:
         return _fail("export", error)
     metrics = published.path.metrics
@@ -141,6 +142,22 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _model_check(fmt: str) -> Callable[[dict, str], None] | None:
+    """What refuses a path's model tree for --format `fmt` before anything is written (a
+    hybrid ViT for hf), or None."""
+    if fmt != "hf":
+        return None
+    from munet.models.export_hf import hf_refusal
+    from munet.models.export_tree import ExportError
+
+    def check(node: dict, where: str) -> None:
+        refusal = hf_refusal(node, where)
+        if refusal is not None:
+            raise ExportError(refusal)
+
+    return check
+
+
 def _in_format(args: argparse.Namespace, write_munet: Callable[[str], tuple]) -> tuple:
     """Runs `write_munet(folder) -> (folder, what)`; for --format hf/onnx into a scratch
     folder, converted into --out (checked first, so a busy --out costs no export)."""
@@ -149,7 +166,7 @@ def _in_format(args: argparse.Namespace, write_munet: Callable[[str], tuple]) ->
     from munet.models.export_hf import new_folder, save_hf
     from munet.models.export_onnx import save_onnx
 
-    new_folder(args.out)
+    new_folder(args.out, create_parent=False)
     convert = save_hf if args.format == "hf" else save_onnx
     with tempfile.TemporaryDirectory(prefix="munet-export-") as scratch:
         munet_folder, what = write_munet(os.path.join(scratch, "munet"))

@@ -35,6 +35,11 @@ rounding. Other sizes are resized in one step by the processor (PIL bilinear), w
 slightly from munet's two steps: `munet predict` on the munet export stays the reference.
 
 Writing needs no transformers (JSON and safetensors); loading the folder does.
+
+A hybrid ViT (a convolutional ResNet stem before the patch embedding: R+Ti/16, R50+B/16, ...)
+has no transformers form: transformers 5.x has no ViT-hybrid class (`ViTHybrid*` was
+deprecated in 4.x and removed), so it is refused (`hf_refusal`) before anything is written;
+`--format onnx` and munet's own folder export it.
 """
 
 from __future__ import annotations
@@ -52,7 +57,14 @@ import torch
 from munet.models.export_tree import ExportError
 from munet.models.vit import LAYER_NORM_EPS, VisionTransformer
 
-__all__ = ["HF_ACTIVATION", "hf_config", "hf_preprocessor_config", "hf_state_dict", "save_hf"]
+__all__ = [
+    "HF_ACTIVATION",
+    "hf_config",
+    "hf_preprocessor_config",
+    "hf_refusal",
+    "hf_state_dict",
+    "save_hf",
+]
 
 # transformers' name for the GELU munet computes (torch's tanh approximation).
 HF_ACTIVATION = "gelu_pytorch_tanh"
@@ -91,6 +103,25 @@ def singlepath_vit(module: torch.nn.Module, where: str) -> VisionTransformer:
     if module.head is None:
         raise ExportError(f"{where}: a headless ViT has no classifier to export")
     return module
+
+
+def hf_refusal(node: Mapping[str, Any], where: str) -> str | None:
+    """Why a model tree (munet.models.export_tree) has no transformers form, as an error
+    message naming `where`; None when it may have one (what only a model tree tells: a hybrid
+    ViT; `singlepath_vit` refuses multipath and headless models on the built module).
+
+    Checked before anything is written (`munet export --format hf` checks the path's tree
+    before it writes the intermediate munet folder).
+    """
+    if node.get("type") != "vit" or not (node.get("arch") or {}).get("stem"):
+        return None
+    return (
+        f"{where}: a hybrid ViT (a convolutional ResNet stem, components stem_root, "
+        "stem_block1, ..., before the patch embedding) has no transformers form: "
+        "transformers 5.x has no ViT-hybrid class (ViTHybridForImageClassification was "
+        "removed), so --format hf exports plain ViTs only. Export it with --format onnx "
+        "(onnxruntime) or --format munet (the default: munet predict, munet.load_exported)"
+    )
 
 
 def described(module: torch.nn.Module, folder: str | os.PathLike[str]) -> str:
@@ -215,13 +246,18 @@ def save_hf(munet_folder: str | os.PathLike[str], out_dir: str | os.PathLike[str
         The folder.
 
     Raises:
-        ExportError: a multipath or headless model, a damaged export, `out_dir` not empty.
+        ExportError: a multipath, headless or hybrid model, a damaged export, `out_dir` not
+            empty; nothing is written then.
     """
     from munet.files import save_safetensors_file
     from munet.models.export import load_exported, model_card
 
     module, preprocessing = load_exported(munet_folder)
-    vit = singlepath_vit(module, described(module, munet_folder))
+    where = described(module, munet_folder)
+    refusal = hf_refusal(module.munet_config["model"], where)
+    if refusal is not None:
+        raise ExportError(refusal)
+    vit = singlepath_vit(module, where)
     if not isinstance(preprocessing.image_size, int):
         raise ExportError(f"{munet_folder}: image size {preprocessing.image_size}: expected one")
     out = new_folder(out_dir)
@@ -243,8 +279,9 @@ def save_hf(munet_folder: str | os.PathLike[str], out_dir: str | os.PathLike[str
     return out
 
 
-def new_folder(out_dir: str | os.PathLike[str]) -> FsPath:
-    """`out_dir` as a path, checked to be new or empty (its parent is created).
+def new_folder(out_dir: str | os.PathLike[str], create_parent: bool = True) -> FsPath:
+    """`out_dir` as a path, checked to be new or empty (its parent is created unless
+    `create_parent` is False: a check that writes nothing).
 
     Raises:
         ExportError: it exists and holds files, or is a file.
@@ -252,7 +289,8 @@ def new_folder(out_dir: str | os.PathLike[str]) -> FsPath:
     out = FsPath(out_dir).expanduser()
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ExportError(f"export folder {str(out)!r} exists and is not empty; choose another")
-    out.parent.mkdir(parents=True, exist_ok=True)
+    if create_parent:
+        out.parent.mkdir(parents=True, exist_ok=True)
     return out
 
 

@@ -13,6 +13,11 @@ The graph is traced from munet's module (`torch.onnx.export`, TorchScript export
 17), so onnxruntime computes munet's logits to float32 rounding. Inputs are what munet's
 preprocessing makes (`munet.load_exported(...)[1]`, or x / 127.5 - 1 for an image already
 at the image size). Writing needs the `onnx` package (the `export` extra).
+
+A hybrid ViT's stem (weight-standardised convolutions with XLA's "SAME" padding, group norms,
+the root's max pool) traces to plain ONNX ops (Conv, Pad, InstanceNormalization, MaxPool), so
+hybrids export like plain ViTs (tests/models/test_hybrid_export.py: onnxruntime's logits within
+atol 1e-5 of munet's; about 1e-6 measured). `--format hf` refuses them (munet.models.export_hf).
 """
 
 from __future__ import annotations

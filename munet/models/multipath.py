@@ -17,6 +17,12 @@ Components of a multipath model besides its paths: `multipath_router` (tensors
 `head_adapter_path_{k}` for k >= 1 (`weight` (C, D_k), `bias` (C,)). Router and connector
 init follow the seed: zero kernels, router bias chosen so the main path starts with weight
 `init_main_path_weight`, zero connector bias.
+
+Each path runs at its own architecture and image size: plain and hybrid ViTs (a ResNet stem
+before the patch embedding) combine freely, each connector mapping its path's width D_k. What
+cannot combine is refused with the path it concerns: a headed extra path, a connector of
+another width, images of another size than a path's (pass `{image size: images}` when the
+paths' sizes differ).
 """
 
 from __future__ import annotations
@@ -135,18 +141,28 @@ class MultipathVit:
         """Args: one (B, 3, S, S) batch for all paths, or {image size: batch} when the paths
         use different image sizes. Returns combined logits (B, C)."""
 
-        def batch_for(path: AssembledVit) -> torch.Tensor:
+        def batch_for(index: int, path: AssembledVit) -> torch.Tensor:
             if isinstance(images, torch.Tensor):
+                size = tuple(images.shape[-2:])
+                if size != (path.image_size, path.image_size):
+                    kind = "hybrid ViT" if path.arch.is_hybrid else "ViT"
+                    raise ValueError(
+                        f"path {index} (a {kind} at image size {path.image_size}) got images "
+                        f"of size {size[0]}x{size[1]}; pass {{image size: images}} when the "
+                        "paths' image sizes differ"
+                    )
                 return images
             if path.image_size not in images:
                 raise KeyError(f"no images of size {path.image_size}; got {sorted(images)}")
             return images[path.image_size]
 
-        main_logits = self.paths[0](batch_for(self.paths[0]))  # (B, C)
+        main_logits = self.paths[0](batch_for(0, self.paths[0]))  # (B, C)
         weights = self.route(main_logits)  # (B, P)
         all_logits = [main_logits]
-        for path, adapter in zip(self.paths[1:], self.head_adapters, strict=True):
-            representation = path(batch_for(path))  # (B, D_k)
+        for index, (path, adapter) in enumerate(
+            zip(self.paths[1:], self.head_adapters, strict=True), 1
+        ):
+            representation = path(batch_for(index, path))  # (B, D_k)
             all_logits.append(F.linear(representation, adapter["weight"], adapter["bias"]))
         stacked = torch.stack(all_logits, dim=-1)  # (B, C, P)
         combined = torch.einsum("bcp,bp->bc", stacked.detach(), weights)

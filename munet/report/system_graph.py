@@ -26,8 +26,14 @@ SLOT_ABBREVIATIONS = {
 
 
 def slot_label(slot: str) -> str:
+    """A component slot's short label in the strips: `b3` for encoderblock_3, `stem` and
+    `s1`, `s2`, ... for a hybrid's stem_root and stem_block1, ..."""
     if slot.startswith("encoderblock_"):
         return "b" + slot.rpartition("_")[2]
+    if slot == "stem_root":
+        return "stem"
+    if slot.startswith("stem_block") and slot.removeprefix("stem_block").isdigit():
+        return "s" + slot.removeprefix("stem_block")
     if slot.startswith("head_adapter_path_"):
         return "adapt" + slot.rpartition("_")[2]
     if slot.startswith("path_"):
