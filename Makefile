@@ -20,9 +20,16 @@ $(VENV)/.munet-core: pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet -c constraints.txt -e .
 	touch $@
 
-# The test suite's: the core, then every extra it exercises.
+# The test suite's: the core, then every extra it exercises, then timm without its
+# dependencies. The hybrid-checkpoint tests build real timm models; timm requires torchvision,
+# whose PyPI wheels are built for CUDA torch and fail to import beside constraints.txt's CPU
+# torch ("operator torchvision::nms does not exist"), so timm is in no extra: the tests stub
+# the few torchvision names timm imports (tests/models/timm_stub.py, found with this timm
+# version, hence the pin), and timm's other requirements (pyyaml, huggingface_hub,
+# safetensors) come with the dev extra and the core.
 $(VENV)/.munet-test: $(VENV)/.munet-core
 	$(BIN)/pip install --quiet -c constraints.txt -e ".[$(TEST_EXTRAS)]"
+	$(BIN)/pip install --quiet -c constraints.txt --no-deps timm==1.0.31
 	touch $@
 
 setup-demo: $(VENV)/.munet-core

@@ -127,14 +127,23 @@ def _inspect(args: argparse.Namespace) -> int:
         print(f"stated: {field} {value} ({where})")
     head = raw.tensors.get("head.weight")
     print(f"head: {'none' if head is None else f'{head.shape[0]} classes'}")
-    # In model order; block 0 stands for every block (the others have the same shapes).
-    order = ("embedding", "cls", "posembed_input", "encoderblock_0", "encoder_norm", "head")
+    # In model order (a hybrid's stem first, stage by stage); block 0 stands for every block
+    # (the others have the same shapes).
+    order = ("stem_root", "stem_block", "embedding", "cls", "posembed_input", "encoderblock_0",
+             "encoder_norm", "head")  # fmt: skip
+
+    def rank(name: str) -> tuple[int, int, str]:
+        component = name.split(".")[0]
+        if component.startswith("stem_block"):
+            return order.index("stem_block"), int(component.removeprefix("stem_block")), name
+        return order.index(component), 0, name
+
     shown = [
         name
         for name in raw.tensors
         if not ((match := MUNET_BLOCK.fullmatch(name)) and match.group(1) != "0")
     ]
-    for name in sorted(shown, key=lambda name: (order.index(name.split(".")[0]), name)):
+    for name in sorted(shown, key=rank):
         shape = str(tuple(raw.tensors[name].shape))
         print(f"  {name:32} {shape:16} <- {raw.sources[name]}")
     return 0

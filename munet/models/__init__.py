@@ -50,7 +50,8 @@ Checkpoints (munet.models.checkpoints: a module per format; .posembed, .registry
     resize_posembed(pos_embedding, new_grid, num_prefix_tokens=1)
     save_npz(path, components, arch, prefix=, big_vision_names=, scanned=)
     save_safetensors(path, components, naming="munet"|"timm")
-    CheckpointSpec, checkpoint_specs(), checkpoint_spec(name)   presets Vit, VitB, VitT3
+    CheckpointSpec, checkpoint_specs(), checkpoint_spec(name)   presets Vit, VitB, VitT3;
+        augreg hybrids R_Ti_16, R26_S_32, R50_L_32
     default_checkpoint_dir(), find_checkpoint(name, directory=None)
     fetch_checkpoint(name, dest=None) -> Path;  CheckpointUnavailable
     load_registered_checkpoint(name, image_size=None, num_classes=0, num_layers=None,

@@ -1,8 +1,11 @@
-"""The pretrained checkpoints of the µNet presets, and fetching them.
+"""The pretrained checkpoints of the µNet presets and of the augreg hybrids, and fetching them.
 
 The seed picks each preset's root model from Google's augreg index by a query; the entries
-below are those queries' files (ImageNet-21k pretraining, 300 epochs, lr 0.001). Files are
-looked up in a directory (`--dest`, `$MUNET_CHECKPOINT_DIR`, or `~/.cache/munet/checkpoints`).
+below are those queries' files (ImageNet-21k pretraining, 300 epochs, lr 0.001). The hybrid
+entries (`R_Ti_16`, `R26_S_32`, `R50_L_32`: R+Ti/16, R26+S/32, R50+L/32, no preset of their
+own) are the pre-trained checkpoints vit_jax's README recommends for them (the i21k_300 column
+of Table 3 of Steiner et al. 2021, "How to train your ViT?"). Files are looked up in a
+directory (`--dest`, `$MUNET_CHECKPOINT_DIR`, or `~/.cache/munet/checkpoints`).
 """
 
 from __future__ import annotations
@@ -27,12 +30,15 @@ class CheckpointSpec:
     """A registered pretrained checkpoint.
 
     Attributes:
-        name: the preset it serves ("Vit", "VitB", "VitT3").
-        size: the ViT size name of the file ("L/16", ...).
+        name: the preset it serves ("Vit", "VitB", "VitT3"), or for a checkpoint no preset
+            uses, the model's name in augreg file names ("R_Ti_16", "R26_S_32", "R50_L_32").
+        size: the ViT size name of the file ("L/16", "R+Ti/16", ...).
         filename: the file's name in the augreg bucket.
-        query: the seed's augreg index query that selects this file.
-        num_layers: encoder blocks the preset uses (VitT3 caps Ti/16 to 3).
-        image_size: the preset's default image size (ds_image_size).
+        query: the augreg index query that selects this file (the seed's, for a preset).
+        num_layers: encoder blocks the preset uses (VitT3 caps Ti/16 to 3); the size's depth
+            where no preset uses the file.
+        image_size: the preset's default image size (ds_image_size); the pretraining
+            resolution (224) where no preset uses the file.
         num_classes: classes of the head stored in the file (ImageNet-21k).
     """
 
@@ -80,6 +86,31 @@ _CHECKPOINTS = {
             query='name=="Ti/16" and ds=="i21k" and aug=="light1" and wd==0.1 and sd==0.0',
             num_layers=3,
             image_size=32,
+        ),
+        # The hybrids (vit_jax's R+ViT: a ResNet-v2 stem before the patch embedding).
+        CheckpointSpec(
+            name="R_Ti_16",
+            size="R+Ti/16",
+            filename="R_Ti_16-i21k-300ep-lr_0.001-aug_none-wd_0.03-do_0.0-sd_0.0.npz",
+            query='name=="R+Ti/16" and ds=="i21k" and aug=="none" and wd==0.03 and sd==0.0',
+            num_layers=12,
+            image_size=224,
+        ),
+        CheckpointSpec(
+            name="R26_S_32",
+            size="R26+S/32",
+            filename="R26_S_32-i21k-300ep-lr_0.001-aug_light1-wd_0.1-do_0.0-sd_0.0.npz",
+            query='name=="R26+S/32" and ds=="i21k" and aug=="light1" and wd==0.1 and sd==0.0',
+            num_layers=12,
+            image_size=224,
+        ),
+        CheckpointSpec(
+            name="R50_L_32",
+            size="R50+L/32",
+            filename="R50_L_32-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.1-sd_0.1.npz",
+            query='name=="R50+L/32" and ds=="i21k" and aug=="medium1" and wd==0.1 and sd==0.1',
+            num_layers=24,
+            image_size=224,
         ),
     )
 }

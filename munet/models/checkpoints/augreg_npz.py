@@ -15,6 +15,13 @@ Recognised `.npz` layouts (detected from the keys):
   top-level `pos_embedding` (1, N, D) added before the cls token is prepended; the latter is
   loaded with a zero cls row, which computes the same thing.
 
+A hybrid ViT (vit_jax's R+ViT: `R_Ti_16`, `R26_S_32`, `R50_L_32`, `R50+ViT-B_16` files) adds its
+ResNet stem under the same prefix: `conv_root/kernel` (HWIO), `gn_root/{scale,bias}`, and per
+stage i and unit j `block{i}/unit{j}/{conv1,conv2,conv3,conv_proj}/kernel` and
+`.../{gn1,gn2,gn3,gn_proj}/{scale,bias}`, read as munet's `stem_root.{conv,gn}.*` and
+`stem_block{i}.unit{j}.*` (kernels to OIHW). Group-norm scales and biases may be (C,) or, as
+older Flax wrote them, (1, 1, 1, C); both load as (C,).
+
 `pre_logits/*` (a representation layer of older, non-augreg checkpoints) is dropped together
 with the head that reads it; the augreg models have none. Any other key
 under the prefix that the model cannot use is an error, since ignoring it would change what
@@ -27,7 +34,7 @@ import logging
 import math
 import re
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +50,7 @@ from munet.models.checkpoints.augreg_npz_layout import (
     detect_npz_layout,
 )
 from munet.models.checkpoints.augreg_npz_writer import save_npz
-from munet.models.checkpoints.common import CheckpointError, RawCheckpoint
+from munet.models.checkpoints.common import CheckpointError, RawCheckpoint, squeeze_norm_param
 
 # The layout (augreg_npz_layout) and the writer (augreg_npz_writer) were parts of this module:
 # importing them from here still works.
@@ -116,6 +123,72 @@ def _npz_depth(keys: set[str], layout: NpzLayout, reader: _NpzReader) -> int:
     return depth
 
 
+# vit_jax's stem names: root, and the unit modules of `block{i}/unit{j}/`.
+_STEM_UNIT_KEY = re.compile(r"block(\d+)/unit(\d+)/(conv[123]|conv_proj|gn[123]|gn_proj)/(\w+)")
+
+
+def _read_stem(
+    keys: set[str], reader: _NpzReader, put: Callable[[str, np.ndarray, str], None]
+) -> None:
+    """Reads a hybrid's stem (none in a plain ViT's file): kernels HWIO -> OIHW, group-norm
+    scales and biases as (C,). Keys that are not stem tensors are left for the unused check."""
+
+    def kernel(name: str) -> np.ndarray:
+        return reader.get(name, 4).transpose(3, 2, 0, 1)
+
+    def norm_param(name: str) -> np.ndarray:
+        key = reader.key(name)
+        reader.used.add(key)
+        array = reader.read(key)
+        squeezed = squeeze_norm_param(torch.from_numpy(np.asarray(array))).numpy()
+        if squeezed.ndim != 1:
+            raise CheckpointError(
+                f"{reader.source}: key {key!r} has shape {array.shape}, expected (C,) or "
+                f"(1, 1, 1, C)"
+            )
+        return squeezed
+
+    if reader.key("conv_root/kernel") in keys:
+        put("stem_root.conv.weight", kernel("conv_root/kernel"), "conv_root/kernel")
+        for ours, theirs in (("weight", "scale"), ("bias", "bias")):
+            name = f"gn_root/{theirs}"
+            if reader.key(name) not in keys:
+                raise CheckpointError(f"{reader.source}: missing key {reader.key(name)!r}")
+            put(f"stem_root.gn.{ours}", norm_param(name), name)
+    prefix = reader.layout.prefix
+    for key in sorted(keys):
+        match = _STEM_UNIT_KEY.fullmatch(key[len(prefix) :]) if key.startswith(prefix) else None
+        if match is None:
+            continue
+        stage, unit, module, leaf = match.groups()
+        name = key[len(prefix) :]
+        ours = f"stem_block{int(stage)}.unit{int(unit)}.{module}"
+        if module.startswith("conv") and leaf == "kernel":
+            put(f"{ours}.weight", kernel(name), name)
+        elif module.startswith("gn") and leaf in ("scale", "bias"):
+            put(f"{ours}.{'weight' if leaf == 'scale' else 'bias'}", norm_param(name), name)
+
+
+def npz_stem_key(munet_name: str, prefix: str = "") -> str:
+    """The `.npz` key of a munet stem tensor name (for naming a missing one).
+
+    Raises:
+        KeyError: not a stem tensor name.
+    """
+    leaf_names = {"weight": "scale", "bias": "bias"}
+    if munet_name.startswith("stem_root."):
+        module, _, leaf = munet_name.removeprefix("stem_root.").partition(".")
+        if module == "conv" and leaf == "weight":
+            return f"{prefix}conv_root/kernel"
+        if module == "gn" and leaf in leaf_names:
+            return f"{prefix}gn_root/{leaf_names[leaf]}"
+    elif match := re.fullmatch(r"stem_block(\d+)\.unit(\d+)\.(\w+)\.(weight|bias)", munet_name):
+        stage, unit, module, leaf = match.groups()
+        npz_leaf = "kernel" if module.startswith("conv") else leaf_names[leaf]
+        return f"{prefix}block{stage}/unit{unit}/{module}/{npz_leaf}"
+    raise KeyError(munet_name)
+
+
 def read_npz(path: Path, max_layers: int | None) -> RawCheckpoint:
     """Reads a `.npz` checkpoint of any recognised layout into munet names.
 
@@ -168,6 +241,8 @@ def _convert_npz(
         put("posembed_input.pos_embedding", posembed, BIG_VISION_POSEMBED_KEY)
     else:
         put("posembed_input.pos_embedding", reader.get(POSEMBED_KEY, 3), POSEMBED_KEY)
+
+    _read_stem(keys, reader, put)
 
     norm1, attention, norm2, mlp = BLOCK_NAMES[layout.big_vision_names]
     num_heads = None
@@ -271,4 +346,11 @@ def _convert_npz(
         raise CheckpointError(
             f"{source}: keys the ViT has no place for (layout {layout.describe()}): {unused[:10]}"
         )
-    return RawCheckpoint(tensors, sources, depth, num_heads, layout.describe())
+    return RawCheckpoint(
+        tensors,
+        sources,
+        depth,
+        num_heads,
+        layout.describe(),
+        file_key=lambda name: npz_stem_key(name, layout.prefix),
+    )

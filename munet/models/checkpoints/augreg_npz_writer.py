@@ -1,5 +1,7 @@
 """Writing components in Google's ViT `.npz` layout (vit_jax augreg or big_vision names, per-layer
 or scan-stacked blocks, any known prefix): the inverse of munet.models.checkpoints.augreg_npz.
+A hybrid's stem is written with vit_jax's names (`conv_root`, `gn_root`, `block{i}/unit{j}/...`;
+kernels HWIO, group-norm scales and biases (C,)).
 """
 
 from __future__ import annotations
@@ -53,6 +55,20 @@ def save_npz(
         "Transformer/encoder_norm/scale": array(components["encoder_norm"]["weight"]),
         "Transformer/encoder_norm/bias": array(components["encoder_norm"]["bias"]),
     }
+    for component, tensors in components.items():
+        if component == "stem_root":
+            out["conv_root/kernel"] = array(tensors["conv.weight"]).transpose(2, 3, 1, 0)
+            out["gn_root/scale"] = array(tensors["gn.weight"])
+            out["gn_root/bias"] = array(tensors["gn.bias"])
+        elif component.startswith("stem_block"):
+            stage = component.removeprefix("stem_")
+            for name, tensor in tensors.items():
+                unit, module, leaf = name.split(".")
+                if module.startswith("conv"):
+                    value, npz_leaf = array(tensor).transpose(2, 3, 1, 0), "kernel"  # OIHW -> HWIO
+                else:
+                    value, npz_leaf = array(tensor), "scale" if leaf == "weight" else "bias"
+                out[f"{stage}/{unit}/{module}/{npz_leaf}"] = value
     if "head" in components:
         out["head/kernel"] = array(components["head"]["weight"]).T
         out["head/bias"] = array(components["head"]["bias"])

@@ -3,7 +3,8 @@ description of a state-dict naming, and small helpers on munet's flat tensor nam
 
 munet's flat names are `"<component>.<tensor>"`: `embedding.weight`, `cls.token`,
 `posembed_input.pos_embedding`, `encoderblock_{i}.<block tensor>`, `encoder_norm.weight`,
-`head.weight`, ... (see `munet.models.components`).
+`head.weight`, ... (see `munet.models.components`); a hybrid ViT's stem adds
+`stem_root.<root tensor>` and `stem_block{i}.unit{j}.<unit tensor>` (see `munet.models.stem`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,25 @@ TOP_TENSORS = (
     "head.bias",
 )
 MUNET_BLOCK = re.compile(r"encoderblock_(\d+)\.(.+)")
+
+# A hybrid's stem (munet.models.stem): the root's tensors, and each bottleneck unit's
+# (`conv_proj` / `gn_proj` only in a stage's first unit, where the shape changes).
+STEM_ROOT_TENSORS = ("conv.weight", "gn.weight", "gn.bias")
+STEM_UNIT_TENSORS = (
+    "conv1.weight",
+    "gn1.weight",
+    "gn1.bias",
+    "conv2.weight",
+    "gn2.weight",
+    "gn2.bias",
+    "conv3.weight",
+    "gn3.weight",
+    "gn3.bias",
+    "conv_proj.weight",
+    "gn_proj.weight",
+    "gn_proj.bias",
+)
+MUNET_STEM_UNIT = re.compile(r"stem_block(\d+)\.unit(\d+)\.(.+)")
 
 
 @dataclass
@@ -122,6 +142,38 @@ def with_cls_row(posembed: torch.Tensor) -> torch.Tensor:
     if math.isqrt(grid_tokens) ** 2 != grid_tokens:
         return posembed
     return torch.cat([posembed.new_zeros(1, 1, posembed.shape[2]), posembed], dim=1)
+
+
+def is_stem_name(name: str) -> bool:
+    """Whether a munet flat name is one of a hybrid stem's tensors."""
+    if name.startswith("stem_root."):
+        return name.removeprefix("stem_root.") in STEM_ROOT_TENSORS
+    match = MUNET_STEM_UNIT.fullmatch(name)
+    return bool(match) and match.group(3) in STEM_UNIT_TENSORS
+
+
+def stem_stages(names: Collection[str]) -> tuple[int, ...] | None:
+    """The stem a set of munet flat names holds: None without a stem root (a plain ViT),
+    else the units of each stage, in order (() = the root alone). A stage or unit missing
+    in the numbering counts as an empty stage / up to the highest unit, so a gap shows up
+    as a shape that fits no arch."""
+    if not any(name.startswith("stem_root.") for name in names):
+        return None
+    units: dict[int, int] = {}
+    for name in names:
+        if match := MUNET_STEM_UNIT.fullmatch(name):
+            stage, unit = int(match.group(1)), int(match.group(2))
+            units[stage] = max(units.get(stage, 0), unit)
+    return tuple(units.get(stage, 0) for stage in range(1, max(units, default=0) + 1))
+
+
+def squeeze_norm_param(tensor: torch.Tensor) -> torch.Tensor:
+    """A group norm's scale or bias as (C,): older Flax stored them as (1, 1, 1, C), the
+    shape of the activations they multiply (google/flax#1721; vit_jax's `checkpoint.load`
+    squeezes them the same way)."""
+    if tensor.dim() > 1 and all(size == 1 for size in tensor.shape[:-1]):
+        return tensor.reshape(-1)
+    return tensor
 
 
 def block_ids(names: Collection[str]) -> set[int]:

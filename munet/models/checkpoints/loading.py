@@ -11,7 +11,13 @@ import torch
 
 from munet.models.arch import VitArch
 from munet.models.checkpoints.augreg_npz import read_npz
-from munet.models.checkpoints.common import POSEMBED, CheckpointError, RawCheckpoint
+from munet.models.checkpoints.common import (
+    POSEMBED,
+    CheckpointError,
+    RawCheckpoint,
+    is_stem_name,
+    stem_stages,
+)
 from munet.models.checkpoints.huggingface import (
     CONFIG_FILE,
     HUGGINGFACE,
@@ -97,6 +103,43 @@ def _check_declared(path: Path, raw: RawCheckpoint, arch: VitArch) -> None:
             )
 
 
+def _describe_stem(stages: tuple[int, ...]) -> str:
+    return f"root + stages {stages}" if stages else "the root alone"
+
+
+def _check_stem(path: Path, raw: RawCheckpoint, arch: VitArch) -> None:
+    """A hybrid checkpoint fits only a hybrid arch with the same stages, and the reverse:
+    a stem cannot be left out or cut short (the embedding reads its output)."""
+    names = list(raw.tensors)
+    file_stem = stem_stages(names)
+    has_stem_tensors = any(is_stem_name(name) for name in names)
+    if arch.stem is None:
+        if has_stem_tensors:
+            stem = [raw.sources[name] for name in names if is_stem_name(name)][:3]
+            what = f"({_describe_stem(file_stem)}) " if file_stem is not None else ""
+            raise CheckpointError(
+                f"{path}: a hybrid ViT checkpoint: its convolutional stem {what}has no place "
+                f"in the plain arch {arch} (stem keys such as {stem}); load it into a hybrid "
+                f"arch (a size with a stem: R+Ti/16, R26+S/32, R50+B/16, R50+L/32)"
+            )
+        return
+    if file_stem is None:
+        # A staged stem's first unit is named the same way in every naming (a root's is not,
+        # in timm's); name it where there is one.
+        first = "stem_block1.unit1.conv1.weight" if arch.stem.stages else "stem_root.conv.weight"
+        missing = _file_key(raw, "stem_root.conv.weight" if has_stem_tensors else first)
+        raise CheckpointError(
+            f"{path}: the arch is a hybrid ViT (stem: {_describe_stem(arch.stem.stages)}), the "
+            f"checkpoint has no stem (layout {raw.layout}): missing key {missing!r} (munet's "
+            f"{'stem_root.conv.weight' if has_stem_tensors else first})"
+        )
+    if file_stem != arch.stem.stages:
+        raise CheckpointError(
+            f"{path}: the checkpoint's stem is {_describe_stem(file_stem)} (units per stage), "
+            f"the arch's {_describe_stem(arch.stem.stages)} ({arch})"
+        )
+
+
 def load_checkpoint(path: str | Path, arch: VitArch, image_size: int) -> Components:
     """Loads a checkpoint as a components mapping for `arch` at `image_size`.
 
@@ -106,6 +149,8 @@ def load_checkpoint(path: str | Path, arch: VitArch, image_size: int) -> Compone
     - Head: loaded only when `arch.num_classes` equals the file's class count; otherwise
       (or when the file has none) it is zero-initialised, like vit_jax's fresh head. A
       headless arch (num_classes=0) gets no head component.
+    - Stem (a hybrid arch): the file's whole stem, which must have the arch's stages; a
+      plain checkpoint for a hybrid arch, or a hybrid one for a plain arch, is refused.
 
     Returns:
         New float32 CPU tensors with `requires_grad=False`.
@@ -113,11 +158,12 @@ def load_checkpoint(path: str | Path, arch: VitArch, image_size: int) -> Compone
     Raises:
         FileNotFoundError: no such file.
         CheckpointError: unknown layout, a missing key, a config stating other shapes than
-            `arch`, or a tensor whose shape does not fit `arch` (the message names the file
-            key and both shapes).
+            `arch`, a stem that is not the arch's (none, or other stages), or a tensor whose
+            shape does not fit `arch` (the message names the file key and both shapes).
     """
     raw = read_checkpoint(path, max_layers=arch.num_layers)
     _check_declared(Path(path), raw, arch)
+    _check_stem(Path(path), raw, arch)
     if raw.num_heads is not None and raw.num_heads != arch.num_heads:
         raise CheckpointError(
             f"{path}: checkpoint has {raw.num_heads} attention heads, arch expects {arch.num_heads}"
@@ -178,4 +224,17 @@ def load_checkpoint(path: str | Path, arch: VitArch, image_size: int) -> Compone
                 )
             # Already fresh tensors (converted from the file's arrays): no copy needed.
             components[component][name] = tensor
+    extra = [
+        name
+        for name in tensors
+        if is_stem_name(name)
+        and (parts := name.partition("."))[2] not in expected.get(parts[0], {})
+    ]
+    if extra:
+        # E.g. a projection in a unit whose shape does not change: ignoring it would change
+        # what the stem computes.
+        raise CheckpointError(
+            f"{path}: stem tensors the arch has no place for: "
+            f"{[raw.sources[name] for name in extra][:10]} ({arch})"
+        )
     return components

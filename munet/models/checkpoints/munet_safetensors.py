@@ -1,6 +1,6 @@
-"""munet's own state-dict names (`"<component>.<tensor>"`, a model's `state_dict()`), munet
-export folders (`munet export`) of a singlepath path, and writing components as a safetensors
-state dict in munet or timm names."""
+"""munet's own state-dict names (`"<component>.<tensor>"`, a model's `state_dict()`, a hybrid's
+stem included), munet export folders (`munet export`) of a singlepath path, and writing
+components as a safetensors state dict in munet or timm names."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from munet.models.checkpoints.common import (
     Naming,
     RawCheckpoint,
     as_float32,
+    is_stem_name,
     unknown_keys_error,
 )
 from munet.models.checkpoints.state_dict import read_safetensors
@@ -42,7 +43,7 @@ def _convert(
     unknown = []
     for key, tensor in state.items():
         match = MUNET_BLOCK.fullmatch(key)
-        if key in TOP_TENSORS or (match and match.group(2) in BLOCK_TENSORS):
+        if key in TOP_TENSORS or (match and match.group(2) in BLOCK_TENSORS) or is_stem_name(key):
             tensors[key] = as_float32(tensor)
             sources[key] = key
         else:
@@ -105,11 +106,13 @@ def save_safetensors(path: str | Path, components: Components, *, naming: str = 
 
     if naming not in ("munet", "timm"):
         raise ValueError(f"unknown naming {naming!r}; expected 'munet' or 'timm'")
+    # timm nests a hybrid's root under `.stem.` when the stem has stages.
+    staged = any(component.startswith("stem_block") for component in components)
     state = {}
     for component, tensors in components.items():
         for name, tensor in tensors.items():
             flat = f"{component}.{name}"
             if naming == "timm":
-                flat = timm_name(flat)
+                flat = timm_name(flat, staged=staged)
             state[flat] = tensor.detach().to("cpu").contiguous()
     save_safetensors_file(state, path)

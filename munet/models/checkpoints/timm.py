@@ -6,6 +6,19 @@ patches-only `pos_embed` (timm's `no_embed_class`) gets a zero cls row. timm's o
 uses exact (erf) GELU and LayerNorm eps 1e-6; munet's is Flax's tanh GELU, so the same weights
 give slightly different numbers (munet.models.vit).
 
+* Hybrids (`vit_tiny_r_s16_p8_*`, `vit_small_r26_s32_*`, `vit_base_r50_s16_*`,
+  `vit_large_r50_s32_*`: timm's ResNet-v2 stem in `patch_embed.backbone`, then
+  `patch_embed.proj`). The root is `patch_embed.backbone.{conv,norm}` when the stem is the
+  root alone (timm builds it as a bare `Sequential`) and `patch_embed.backbone.stem.{conv,norm}`
+  under a `ResNetV2` with stages; unit j of stage i is
+  `patch_embed.backbone.stages.{i}.blocks.{j}.{conv1..3,norm1..3}` and its projection
+  `downsample.{conv,norm}` (0-based; munet's `stem_block{i+1}.unit{j+1}` with vit_jax's names
+  `conv1..3`, `gn1..3`, `conv_proj`, `gn_proj`). timm computes the same function as vit_jax
+  up to epsilons: its group norms use eps 1e-5 (vit_jax, munet 1e-6) and its weight
+  standardisation `(w - mean) / sqrt(var + 1e-8)` (vit_jax, munet `/ (std + 1e-5)`); on
+  tiny random models the logits differ by ~1e-5 (tests/models/test_hybrid_checkpoints.py).
+  Any other backbone key (a pre-activation ResNet's final `norm`, timm's other CNN backbones)
+  is refused as a key the ViT has no place for.
 * `qkv_bias=False` (no `attn.qkv.bias`): zero biases, which compute the same (as for Hugging
   Face files).
 * Pooling. munet's ViT (the seed's) classifies from the cls token after the final `norm`.
@@ -46,6 +59,23 @@ TIMM_TOP = {
 }
 _BLOCK = re.compile(r"blocks\.(\d+)\.(.+)")
 
+_BACKBONE = "patch_embed.backbone."
+# timm's Bottleneck module -> vit_jax's (munet's) unit module.
+_UNIT_MODULES = {
+    "conv1": "conv1",
+    "norm1": "gn1",
+    "conv2": "conv2",
+    "norm2": "gn2",
+    "conv3": "conv3",
+    "norm3": "gn3",
+    "downsample.conv": "conv_proj",
+    "downsample.norm": "gn_proj",
+}
+_TIMM_UNIT = re.compile(
+    re.escape(_BACKBONE) + r"stages\.(\d+)\.blocks\.(\d+)\.(.+)\.(weight|bias)"
+)
+_MUNET_UNIT = re.compile(r"stem_block(\d+)\.unit(\d+)\.(\w+)\.(weight|bias)")
+
 
 def _matches(keys: Collection[str]) -> bool:
     return "patch_embed.proj.weight" in keys
@@ -56,16 +86,46 @@ def _block_index(key: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def _has_stages(keys: Collection[str]) -> bool:
+    """Whether timm's hybrid stem is a `ResNetV2` with stages (root under `.stem.`)."""
+    return any(
+        key.startswith((_BACKBONE + "stem.", _BACKBONE + "stages.")) for key in keys
+    )
+
+
+def _stem_name(key: str, staged: bool) -> str | None:
+    """The munet name of a timm hybrid stem key (None: not one munet's stem has)."""
+    root = _BACKBONE + ("stem." if staged else "")
+    root_names = {
+        f"{root}conv.weight": "stem_root.conv.weight",
+        f"{root}norm.weight": "stem_root.gn.weight",
+        f"{root}norm.bias": "stem_root.gn.bias",
+    }
+    if key in root_names:
+        return root_names[key]
+    match = _TIMM_UNIT.fullmatch(key)
+    if match is None or match.group(3) not in _UNIT_MODULES:
+        return None
+    stage, unit, module, leaf = match.groups()
+    module = _UNIT_MODULES[module]
+    if module.startswith("conv") and leaf != "weight":
+        return None  # timm's StdConv2dSame has no bias; munet's stem neither
+    return f"stem_block{int(stage) + 1}.unit{int(unit) + 1}.{module}.{leaf}"
+
+
 def _convert(
     state: Mapping[str, torch.Tensor], source: str
 ) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
     tensors: dict[str, torch.Tensor] = {}
     sources: dict[str, str] = {}
     unknown = []
+    staged = _has_stages(state)
     for key, tensor in state.items():
         match = _BLOCK.fullmatch(key)
         if match and match.group(2) in BLOCK_TENSORS:
             name = f"encoderblock_{match.group(1)}.{match.group(2)}"
+        elif key.startswith(_BACKBONE):
+            name = _stem_name(key, staged)
         else:
             name = TIMM_TOP.get(key)
         if name is None:
@@ -117,14 +177,35 @@ def is_timm_config(config: Mapping) -> bool:
 
 
 def _file_key(name: str, keys: Collection[str]) -> str:
-    return timm_name(name)
+    return timm_name(name, staged=_has_stages(keys))
 
 
-def timm_name(munet_name: str) -> str:
-    """The timm key of a munet flat name (the inverse map, for writing)."""
+def timm_name(munet_name: str, *, staged: bool = True) -> str:
+    """The timm key of a munet flat name (the inverse map, for writing).
+
+    Args:
+        munet_name: a flat munet name.
+        staged: for a hybrid's root, whether the stem has stages (timm then nests the root
+            under `patch_embed.backbone.stem.`; a root-only stem's is `patch_embed.backbone.`).
+
+    Raises:
+        KeyError: a name timm's ViT has no key for.
+    """
     match = re.fullmatch(r"encoderblock_(\d+)\.(.+)", munet_name)
     if match:
         return f"blocks.{match.group(1)}.{match.group(2)}"
+    if munet_name.startswith("stem_root."):
+        module, _, leaf = munet_name.removeprefix("stem_root.").partition(".")
+        module = {"conv": "conv", "gn": "norm"}[module]
+        return f"{_BACKBONE}{'stem.' if staged else ''}{module}.{leaf}"
+    match = _MUNET_UNIT.fullmatch(munet_name)
+    if match:
+        stage, unit, module, leaf = match.groups()
+        to_timm = {ours: theirs for theirs, ours in _UNIT_MODULES.items()}
+        return (
+            f"{_BACKBONE}stages.{int(stage) - 1}.blocks.{int(unit) - 1}."
+            f"{to_timm[module]}.{leaf}"
+        )
     to_timm = {ours: theirs for theirs, ours in TIMM_TOP.items()}
     return to_timm[munet_name]
 
