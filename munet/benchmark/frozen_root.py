@@ -29,7 +29,6 @@ from munet.models import (
 from munet.models.adapters import BottleneckAdapter
 from munet.models.arch import VitArch
 from munet.models.components import component_names
-from munet.models.vit import embed_patches
 
 
 class AdaptedVit(nn.Module):
@@ -53,9 +52,7 @@ class AdaptedVit(nn.Module):
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         vit = self.vit
-        x = embed_patches(images, vit.embedding.weight, vit.embedding.bias)  # (B, N, D)
-        cls = vit.cls.token.expand(x.shape[0], -1, -1)
-        x = torch.cat([cls, x], dim=1) + vit.posembed_input.pos_embedding  # (B, 1+N, D)
+        x = vit.embed_tokens(images)  # (B, 1+N, D), through a hybrid's stem
         for index, block in enumerate(self.blocks):
             x = x + self.adapters[2 * index](block.attn(block.norm1(x)))
             x = x + self.adapters[2 * index + 1](block.mlp(block.norm2(x)))

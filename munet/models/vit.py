@@ -155,14 +155,19 @@ class VisionTransformer(nn.Module):
 
         return load_components(self, init_components(self.arch, self.image_size, generator))
 
-    def forward(self, images: torch.Tensor) -> torch.Tensor:
-        """Args: images (B, 3, S, S). Returns logits (B, C), or (B, D) when headless."""
+    def embed_tokens(self, images: torch.Tensor) -> torch.Tensor:
+        """The encoder's input: (B, 3, S, S) images -> (B, 1+N, D) tokens (a hybrid's stem,
+        the patch embedding, the cls token, the position embedding)."""
         x = images
         for name in self._stem_names:
             x = getattr(self, name)(x)  # a hybrid's feature map (B, C', S/r, S/r)
         x = embed_patches(x, self.embedding.weight, self.embedding.bias)  # (B, N, D)
         cls = self.cls.token.expand(x.shape[0], -1, -1)
-        x = torch.cat([cls, x], dim=1) + self.posembed_input.pos_embedding  # (B, 1+N, D)
+        return torch.cat([cls, x], dim=1) + self.posembed_input.pos_embedding
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """Args: images (B, 3, S, S). Returns logits (B, C), or (B, D) when headless."""
+        x = self.embed_tokens(images)
         for name in self._block_names:
             x = getattr(self, name)(x)
         # LayerNorm is per token, so normalising only the cls token equals Flax's

@@ -9,6 +9,7 @@ from munet.benchmark.frozen_root import AdaptedVit, forward_flops, vit_from_root
 from munet.benchmark.training import accuracy, train_with_validation
 from munet.models import VitArch, count_flops, init_components
 from munet.models.adapters import BottleneckAdapter, adapter_params
+from munet.models.arch import StemArch
 from munet.tasks.batch import Batch
 
 
@@ -20,14 +21,19 @@ def test_adapter_starts_as_the_identity_and_counts_its_parameters():
     assert adapter.down.out_features == 3 and adapter.up.in_features == 3
 
 
-def _tiny_vit():
-    arch = VitArch.from_size("mu/4", num_layers=2, num_classes=5)
+# A hybrid of the same transformer: a root conv and one bottleneck stage, 2 x 2 patches.
+HYBRID = VitArch(64, 2, 2, 256, patch_size=2, num_classes=5, stem=StemArch(8, (1,), 3, 1, False, 4))
+
+
+def _tiny_vit(arch=None):
+    arch = arch or VitArch.from_size("mu/4", num_layers=2, num_classes=5)
     root = init_components(arch.replace(num_classes=0), 8, torch.Generator().manual_seed(0))
     return vit_from_root(root, arch, 8, torch.Generator().manual_seed(1)), root
 
 
-def test_adapted_vit_trains_only_adapters_and_head_and_starts_as_the_frozen_model():
-    vit, _ = _tiny_vit()
+@pytest.mark.parametrize("arch", [None, HYBRID], ids=["plain", "hybrid"])
+def test_adapted_vit_trains_only_adapters_and_head_and_starts_as_the_frozen_model(arch):
+    vit, _ = _tiny_vit(arch)
     images = torch.randn(3, 3, 8, 8)
     with torch.no_grad():
         before = vit(images)
@@ -38,8 +44,10 @@ def test_adapted_vit_trains_only_adapters_and_head_and_starts_as_the_frozen_mode
     assert len(model.adapters) == 4  # Houlsby: two per block.
     with torch.no_grad():
         assert torch.allclose(model(images), before, atol=1e-6)
-    # Two matmuls of 4 x 64 per token (4 patches + cls) in each of the 4 adapters.
-    assert model.flops() == count_flops(vit.arch, 8) + 4 * 2 * 2 * 5 * 64 * 4
+    # Two matmuls of 4 x 64 per token (plain: 4 patches + cls; hybrid: 16 + cls) in each of
+    # the 4 adapters.
+    tokens = 5 if arch is None else 17
+    assert model.flops() == count_flops(vit.arch, 8) + 4 * 2 * 2 * tokens * 64 * 4
 
 
 def test_vit_from_root_resizes_the_position_embedding_and_refuses_a_missing_block():
