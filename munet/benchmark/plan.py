@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,30 @@ def _path_shape() -> tuple[str, ...]:
     return tuple(f"{key}={json.dumps(getattr(cpu, key))}" for key in PATH_SHAPE_KEYS)
 
 
+class _MadeOnFirstRead(Mapping[str, tuple[str, ...]]):
+    """A mapping whose keys are known and whose values are made the first time they are read:
+    VitT3's overrides read VitCpu's preset, and a preset's validation imports torch, which
+    importing this module (for `munet --help`) must not."""
+
+    def __init__(self, makers: dict[str, Callable[[], tuple[str, ...]]]) -> None:
+        self._makers = makers
+        self._made: dict[str, tuple[str, ...]] = {}
+
+    def __getitem__(self, key: str) -> tuple[str, ...]:
+        if key not in self._made:
+            self._made[key] = self._makers[key]()
+        return self._made[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._makers
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._makers)
+
+    def __len__(self) -> int:
+        return len(self._makers)
+
+
 # The agents a benchmark can run (``--agent``), each with the overrides that give it the
 # benchmark's path shape. VitT3 is the paper's smallest preset, shaped for a GPU (batch 512,
 # 300k examples between validations); at 32 px its forward costs 14.5 MFLOPs an image against
@@ -55,14 +80,14 @@ def _path_shape() -> tuple[str, ...]:
 # discount per share of the model; its FLOPs base stays VitCpu's 1e9, the paths costing about
 # the same. Its lr stays the seed's 0.02 (a pretrained root); VitCpu's 0.1 was set for
 # training from scratch.
-AGENT_OVERRIDES: dict[str, tuple[str, ...]] = {
-    PRESET: (),
-    "VitT3": (
+AGENT_OVERRIDES: Mapping[str, tuple[str, ...]] = _MadeOnFirstRead({
+    PRESET: lambda: (),
+    "VitT3": lambda: (
         *_path_shape(),
         "scorer.base_accounted_params=14400000",
         "scorer.base_flops=1000000000",
     ),
-}
+})  # fmt: skip
 ROOT_KIND = "pretrained"
 DEFAULT_STEPS = 1024
 DEFAULT_SEEDS = (0, 1, 2)

@@ -83,16 +83,18 @@ def main(argv: list[str] | None = None) -> int:
     debug = DEBUG_FLAG in argv
     argv = [a for a in argv if a != DEBUG_FLAG]
     try:
-        # Building the parser imports every command's module, torch among them (about 2 s):
-        # a Ctrl-C then is the user's too, and exits 130 like one a moment later. It is taken
-        # once the imports are done: raised inside one, it can land in an `exec` (dataclasses
-        # build their methods so), and CPython 3.11 then ends a `python -m munet` run by
-        # SIGINT at exit even though the interrupt was caught (exit -2, not 130).
+        # Building the parser imports every command's module (not torch: the handlers do;
+        # tests/cli/test_help_imports.py): a Ctrl-C then is the user's too, and exits 130
+        # like one a moment later. It is taken once the imports are done: raised inside one,
+        # it can land in an `exec` (dataclasses build their methods so), and CPython 3.11 then
+        # ends a `python -m munet` run by SIGINT at exit even though the interrupt was caught
+        # (exit -2, not 130).
         with defer_sigint():
             parser = build_parser()
             args = parser.parse_args(argv)
     except KeyboardInterrupt:
-        # torch may be half imported: say it without report_failure's imports (they import it).
+        # A module may be half imported: say it without report_failure's imports (they import
+        # torch).
         print("munet: error: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     if getattr(args, "func", None) is None:

@@ -36,13 +36,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     budget.add_argument("--minutes", type=float, help="wall-clock budget, turned into steps")
     parser.add_argument("--out", required=True, help="work dir: state, root and card")
     for flag, field, help_text in SPEC_OPTIONS:
-        default = _spec_default(field)
-        if isinstance(default, bool):
+        kind = SPEC_TYPES[field]
+        if kind is bool:
             parser.add_argument(flag, dest=field, action="store_true", help=help_text)
         else:
+            # No default here: it is the spec's, read when the command runs (the spec's module
+            # imports torch, which `munet --help` and argument errors do not).
             metavar = flag[2:].upper().replace("-", "_")
-            parser.add_argument(flag, dest=field, type=type(default), default=default,
-                                metavar=metavar, help=help_text)  # fmt: skip
+            parser.add_argument(flag, dest=field, type=kind, metavar=metavar, help=help_text)
     parser.add_argument(
         "--image-size", type=int, help="image side (default: the preset's ds_image_size)"
     )
@@ -89,7 +90,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 # The options that set a PretrainSpec field, as (flag, field, help); the default is the
-# field's own, and a bool field is a switch. A new spec field needs one row here.
+# field's own, and a bool field is a switch. A new spec field needs one row here and its type
+# in SPEC_TYPES.
 SPEC_OPTIONS = (
     ("--recipe", "recipe", "fractal (default), fractal_ex, contours, contours_ex, noise, or a "
      "mix joined by '+' (fractal_ex+contours_ex+noise); docs/pretrain.md"),
@@ -129,10 +131,39 @@ SPEC_OPTIONS = (
 )  # fmt: skip
 
 
+# The type of each option of SPEC_OPTIONS: its spec field's (the type of the field's default;
+# tests/cli/test_help_imports.py checks it), known without importing the spec's module.
+SPEC_TYPES: dict[str, type] = {
+    "recipe": str,
+    "num_classes": int,
+    "instances": int,
+    "multi_label": bool,
+    "thumbnail": int,
+    "hog": int,
+    "contrastive": int,
+    "view_jitter": float,
+    "pre_logits": int,
+    "head_decay_mult": float,
+    "label_smoothing": float,
+    "batch_size": int,
+    "lr": float,
+    "weight_decay": float,
+    "warmup_ratio": float,
+    "seed": int,
+}
+
+
 def _spec_default(field: str):
     from munet.pretrain.spec import PretrainSpec
 
     return PretrainSpec.__dataclass_fields__[field].default
+
+
+def _fill_spec_defaults(args: argparse.Namespace) -> None:
+    """Sets each spec option not given to its spec field's default."""
+    for _, field, _ in SPEC_OPTIONS:
+        if getattr(args, field) is None:
+            setattr(args, field, _spec_default(field))
 
 
 def _recorded() -> list[tuple[str, str, object]]:
@@ -176,6 +207,7 @@ def _pretrain(args: argparse.Namespace) -> int:
     from munet.pretrain.loop import PretrainLockedError, PretrainSpec, PretrainStateError, pretrain
     from munet.training.threads import apply_thread_policy
 
+    _fill_spec_defaults(args)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     try:
         config = get_preset(args.agent)

@@ -1,6 +1,6 @@
-"""A TCP proxy on 127.0.0.1 that, once armed, holds every byte a client sends for a while:
-a writer whose requests are delayed in the network past its lease (tests of fenced commits);
-closed, it cuts every connection: the server seems gone (outage tests).
+"""A TCP proxy on 127.0.0.1 that, once armed, holds every byte a client sends for a while, or
+until released: a writer whose requests are delayed in the network past its lease (tests of
+fenced commits); closed, it cuts every connection: the server seems gone (outage tests).
 
 Bytes received while the hold lasts are forwarded when it ends, even if the client gave up
 meanwhile, as a network delivers packets it had queued.
@@ -14,7 +14,8 @@ import time
 
 
 class DelayProxy:
-    """Forwards 127.0.0.1:`port` to `target_port`; `arm(marker, seconds)` starts holding.
+    """Forwards 127.0.0.1:`port` to `target_port`; `arm(marker, seconds)` starts holding,
+    `release()` ends the hold early.
 
     Args:
         target_port: the server's port on 127.0.0.1.
@@ -33,6 +34,7 @@ class DelayProxy:
         self._seconds = 0.0
         self._hold_until = 0.0
         self.triggered_at: float | None = None
+        self._released = threading.Event()
         self._closed = False
         self._sockets: list[socket.socket] = []
         threading.Thread(target=self._accept, daemon=True).start()
@@ -45,6 +47,22 @@ class DelayProxy:
         """Hold everything sent from the first chunk holding `marker` on, for `seconds`."""
         with self._lock:
             self._marker, self._seconds = marker, seconds
+
+    def release(self) -> None:
+        """End the hold now: what it held is forwarded, and nothing more is held."""
+        with self._lock:
+            self._hold_until = 0.0
+        self._released.set()
+
+    @property
+    def holding(self) -> bool:
+        """Whether the hold has started and not ended yet."""
+        with self._lock:
+            return (
+                self.triggered_at is not None
+                and not self._released.is_set()
+                and time.monotonic() < self._hold_until
+            )
 
     def close(self) -> None:
         """Stop: refuse new connections and cut the open ones (the server seems gone)."""
@@ -84,7 +102,7 @@ class DelayProxy:
                 self._hold_until = now + self._seconds
             wait = self._hold_until - now
         if wait > 0:
-            time.sleep(wait)
+            self._released.wait(wait)
 
     def _upstream(self, client: socket.socket, server: socket.socket) -> None:
         try:

@@ -1,5 +1,5 @@
 import ast
-import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -8,6 +8,7 @@ from scipy import ndimage
 
 import munet.pretrain.generators as generators
 from munet.pretrain.generators import RECIPES, make_recipe, recipe_kinds, sample_batch
+from tests.pretrain import generator_streams as streams
 
 MIX = "fractal_ex+contours_ex+noise"
 
@@ -142,46 +143,31 @@ def test_a_recipe_renders_on_the_device_its_generator_is_on():
     assert images.device.type == "cpu" and labels.device.type == "cpu"
 
 
-# sha256 (first 16 hex digits) of images and labels of `make_recipe(name, 10, 0)`, 8 images
-# at 16 px, data seed 3, as rendered before several instances per image existed: one instance
-# per image must keep rendering them bit for bit (the shipped roots' data stream).
-STREAM_BEFORE_INSTANCES = {
-    "fractal": "92e8acab5f8bd86c",
-    "fractal_ex": "7912dbce5dfbe487",
-    "contours": "db0d1230f6d85f9a",
-    "contours_ex": "c1cbdf973700e3c1",
-    "noise": "9f40dfd8fb8b9b3a",
-    MIX: "08d3e65a64a13601",
-}
+# The batches pinned in tests/pretrain/generator_streams.json (`make_recipe(name, 10, 0)`, 8
+# images at 16 px, data seed 3) as labels and per-image fingerprints within 1e-4, not as a hash
+# of the floats: those differ in their last bits from one CPU's SIMD path to another's.
 
 
-# The same, with up to 3 instances per image, as rendered when the first 3-instance roots were
-# made (2026-11-28), before the chaos game was rewritten for speed: the rewrite must render
-# them bit for bit.
-STREAM_OF_THREE_INSTANCES = {
-    "fractal": "eb784cf2ad8a8aa4",
-    "fractal_ex": "69b7b2d7721526f4",
-    "contours": "8677b039ca0b23a0",
-    "contours_ex": "3ae315ae9d09b8f9",
-    MIX: "53182d70a05c8b1d",
-}
-
-
-def _stream_digest(name: str, instances: int) -> str:
-    images, labels = sample_batch(
-        make_recipe(name, 10, 0, instances=instances), 8, 16, torch.Generator().manual_seed(3)
-    )
-    return hashlib.sha256(images.numpy().tobytes() + labels.numpy().tobytes()).hexdigest()[:16]
-
-
-@pytest.mark.parametrize("name", [*RECIPES, MIX])
+@pytest.mark.parametrize("name", streams.ONE_INSTANCE)
 def test_one_instance_per_image_renders_the_stream_of_before(name):
-    assert _stream_digest(name, 1) == STREAM_BEFORE_INSTANCES[name]
+    # As rendered before several instances per image existed: one instance per image must
+    # keep rendering them (the shipped roots' data stream).
+    streams.check(name, 1)
 
 
-@pytest.mark.parametrize("name", sorted(STREAM_OF_THREE_INSTANCES))
+@pytest.mark.parametrize("name", sorted(streams.THREE_INSTANCES))
 def test_three_instances_per_image_render_the_stream_of_the_first_such_roots(name):
-    assert _stream_digest(name, 3) == STREAM_OF_THREE_INSTANCES[name]
+    # Up to 3 instances per image, as rendered when the first 3-instance roots were made
+    # (2026-11-28), before the chaos game was rewritten for speed: the rewrite must render
+    # them the same.
+    streams.check(name, 3)
+
+
+def test_the_pinned_streams_are_every_recipe_and_the_mix():
+    assert streams.ONE_INSTANCE == (*RECIPES, MIX) and streams.MIX == MIX
+    pinned = {f"{name} x1" for name in streams.ONE_INSTANCE}
+    pinned |= {f"{name} x3" for name in streams.THREE_INSTANCES}
+    assert set(json.loads(streams.FILE.read_text())) == pinned
 
 
 @pytest.mark.parametrize("name", ["fractal", "contours_ex", MIX])

@@ -1,7 +1,9 @@
 """The lease that guards an agent on shared storage: one holder even when contenders race
 through a slow store, expiry and takeover, loss detection, release only by the owner."""
 
+import itertools
 import json
+import logging
 import threading
 import time
 
@@ -108,18 +110,27 @@ def test_a_stalled_holder_that_writes_its_claim_back_loses(memory_fs):
     taker.release()
 
 
-def test_same_launch_waits_out_its_dead_attempt(memory_fs):
+def test_same_launch_waits_out_its_dead_attempt(memory_fs, caplog):
     fs, root = memory_fs
     agent_dir = f"{root}/{A}"
-    dead = AgentLease(fs, agent_dir, A, ttl=0.5, tag="job-7").acquire()
+    # Expiry is judged by the lease's clock: here a fake one, so the retry first sees the dead
+    # attempt's claim live (at 1000, it expires at 1000.5), then expired (at 1001), however
+    # slowly this machine runs.
+    dead = AgentLease(fs, agent_dir, A, ttl=0.5, tag="job-7", clock=lambda: 1000.0).acquire()
     dead._stop.set()
     dead._thread.join()
-    start = time.monotonic()
-    retry = AgentLease(fs, agent_dir, A, ttl=0.5, tag="job-7").acquire()
-    assert 0.2 < time.monotonic() - start < 5
+    ticks = itertools.chain([1000.0], itertools.repeat(1001.0))
+    with caplog.at_level(logging.WARNING, logger="munet.system"):
+        retry = AgentLease(
+            fs, agent_dir, A, ttl=0.5, tag="job-7", clock=lambda: next(ticks)
+        ).acquire()
+    # It waited for the live claim of its launch to expire (not refused), then took it over.
+    assert "waiting" in caplog.text and "earlier attempt" in caplog.text
+    assert "(launch job-7)" in caplog.text
     assert retry.took_over["tag"] == "job-7"
+    # Another launch is refused while the retry's claim is live.
     with pytest.raises(AgentLockedError, match="job-7"):
-        AgentLease(fs, agent_dir, A, ttl=0.5, tag="job-8").acquire()
+        AgentLease(fs, agent_dir, A, ttl=0.5, tag="job-8", clock=lambda: 1001.0).acquire()
     retry.release()
 
 
