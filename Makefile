@@ -4,8 +4,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# Fast suite by default; CI passes TEST_ARGS= to also run the tests marked slow.
-TEST_ARGS ?= -m "not slow"
+# Fast suite by default: the product's tests, without those marked slow nor the lab's
+# (experiments/tests, marked experiments). CI passes TEST_ARGS= to run every test.
+TEST_ARGS ?= -m "not slow and not experiments"
 # Everything the test suite exercises: Ray, S3 (moto), Hugging Face, TensorBoard, W&B, and
 # bench-jax (jax, flax, optax: ~20 s to install) for the seed's JAX step in benchmarks/.
 TEST_EXTRAS ?= dev,hf,ray,s3,bench-jax,tensorboard,wandb
@@ -56,7 +57,7 @@ test: setup $(if $(findstring not slow,$(TEST_ARGS)),,browser)
 	$(BIN)/python -m pytest $(TEST_ARGS)
 
 lint: setup
-	$(BIN)/ruff check munet tests benchmarks
+	$(BIN)/ruff check munet tests benchmarks experiments
 
 clean:
 	rm -rf $(VENV) .pytest_cache

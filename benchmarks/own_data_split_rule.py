@@ -44,13 +44,24 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import own_data_vs_cnn  # noqa: E402
-from own_data_levers import parse_arm  # noqa: E402
 from root_source import resolve_root  # noqa: E402
 
 DEFAULT_ARMS = ["seed-rule=data_split=default", "own-data=data_split=own-data"]
 TASK = own_data_vs_cnn.TASK
 # `munet run`'s last line: "... best path ID quality Q test quality T".
 _BEST_LINE = re.compile(r"quality (?P<quality>[0-9.]+|nan) test quality (?P<test>[0-9.]+|nan)")
+
+
+def parse_arm(text: str) -> tuple[str, list[str]]:
+    """``LABEL=OVERRIDE;OVERRIDE`` -> (label, overrides).
+
+    Raises:
+        SystemExit: no label.
+    """
+    label, _, rest = text.partition("=")
+    if not label:
+        raise SystemExit(f"--arm {text!r}: expected LABEL=OVERRIDES (e.g. size32=ds_image_size=32)")
+    return label, [item for item in rest.split(";") if item]
 
 
 def run_one(job: dict) -> dict:

@@ -109,28 +109,6 @@ def test_patch_embed_smoke(capsys, restore_threads):
     assert len(ratios(out)) == 4 and "train bf16 matmul/conv" in out
 
 
-@pytest.mark.slow
-def test_own_data_levers_quick_scores_every_arm_on_the_same_held_out_images(
-    tmp_path, capsys, restore_threads
-):
-    out = tmp_path / "levers.json"
-    load_script("own_data_levers").main(
-        ["--quick", "--roots", "random_init", "pretrained", "--out", str(out),
-         "--arm", "default=", "--arm", "flip=ds_flip_left_right=true"]
-    )  # fmt: skip
-    text = capsys.readouterr().out
-    results = json.loads(out.read_text())["results"]
-    assert list(results) == [
-        "cnn 48px", "cnn 16px", "vit random_init default", "vit random_init flip",
-        "vit pretrained default", "vit pretrained flip",
-    ]  # fmt: skip
-    assert results["vit pretrained flip"]["overrides"] == ["ds_flip_left_right=true"]
-    assert all(0.0 <= r["accuracy"] <= 1.0 for r in results.values())
-    # One ratio per arm against the CNN at the images' own size.
-    assert len(ratios(text)) == len(results) - 1
-    assert "ratio: " in text and "/ cnn 48px, held-out" in text
-
-
 # Four munet subprocesses, then the CNN for as long again: about 40 s on an idle 2-core machine.
 @pytest.mark.slow
 def test_own_data_vs_cnn_quick_runs_the_readme_commands_and_scores_held_out(

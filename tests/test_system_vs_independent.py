@@ -110,29 +110,6 @@ def test_quick_run_end_to_end_then_combined(tmp_path, capsys):
     assert f"quality ratio: {quality[0]}" in again and f"params ratio: {params[0]}" in again
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("root", ["random_init", "pretrained"])
-def test_diagnosis_runs_its_chains_and_curve(capsys, root):
-    tiny = ["batch_size=8", "num_train_examples_between_validations_max=16"]
-    tiny += ["num_validation_examples_max=16", "num_layers=1"]
-    tiny += ["hparams_mutation_ranges.num_layers=[0, 1, 2]"]
-    args = ["--tasks", "synth/shape", "--links", "2", "--link-steps", "4", "--curve", "4"]
-    args += ["--root", root]
-    for override in tiny:
-        args += ["--set", override]
-    load_script("system_vs_independent_diagnosis").main(args)
-    lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 8
-    assert lines[0].startswith(f"root {root}")
-    if root == "pretrained":  # The built-in root's file, named with its hash.
-        assert "VitCpu.safetensors" in lines[0] and "sha256" in lines[0]
-    assert re.search(r"2 x 4 restarted, all trainable\s+test 0\.\d{3}, 0\.\d{3}$", lines[2])
-    assert "posembed_input+encoderblock_0 frozen" in lines[3]
-    assert re.match(r"ratio: synth/shape restarted / one run \(test accuracy\) = \d", lines[5])
-    assert re.match(r"ratio: synth/shape frozen / all trainable \(test accuracy\) = \d", lines[6])
-    assert re.search(r"plain 4 steps: validation 0\.\d{3} test 0\.\d{3}$", lines[7])
-
-
 def test_multipath_against_singlepath_is_paired_over_seeds(report):
     results = [result(0, (0.8, 0.6), (0.9, 0.7), (0.5, 0.5)), result(1, (1, 1), (1, 1), (1, 1))]
     assert report.multipath_vs_singlepath(results) == ([], None)  # No multipath stage.

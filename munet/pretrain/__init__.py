@@ -7,13 +7,12 @@
 - :mod:`munet.pretrain.loop`: :func:`pretrain` (resumable, locked, deterministic for a seed)
   writes a headless root (safetensors, munet component names) and its card
   (:mod:`munet.pretrain.card`); :mod:`munet.pretrain.spec` holds what decides the weights.
-- :mod:`munet.pretrain.root_eval`: a root's linear probe and short fine-tune on the validation
-  (or, once, test) split of an evaluation task.
 - :mod:`munet.pretrain.roots`: the built-in roots shipped for the presets (``VitCpu``,
   ``VitT3``): :func:`builtin_root`, :func:`builtin_roots`, :func:`verify_root`.
 
 `munet pretrain --agent PRESET` runs the loop; `munet root` starts from the preset's built-in
-root by default (docs/pretrain.md).
+root by default (docs/pretrain.md). How the shipped roots were chosen (the measurements, the
+scripts, the log) is the lab's: experiments/README.md.
 """
 
 from munet.pretrain.roots import BuiltinRoot, builtin_root, builtin_roots, verify_root

@@ -18,7 +18,7 @@ of a loop over pre-rendered batches, the thread by 1-5% ahead.
 ``auto`` (the default) is ``process`` on a CPU and ``thread`` on a GPU, and ``thread`` for a
 session of under ``PROCESS_MIN_STEPS`` steps (a smoke run or a test), where starting the process
 (a second Python importing torch, about a second) would cost more than it saves, and in a
-daemonic process (a ``multiprocessing.Pool`` worker, as in benchmarks/root_recipe_choice.py),
+daemonic process (a ``multiprocessing.Pool`` worker, as in the lab's root_recipe_choice.py),
 which may not start one.
 """
 

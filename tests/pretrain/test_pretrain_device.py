@@ -1,8 +1,8 @@
 """`munet pretrain --device D` end to end, on the CPU here and on CUDA where a GPU is present.
 
 The CUDA case is the issue's "tested on the GPU when lent": it skips (saying so) on a machine
-without one, and benchmarks/gpu_session.sh runs it on a lent GPU before anything else. Both
-cases check the same things: the command trains on the device under the precision `auto`
+without one, and experiments/roots/gpu_session.sh runs it on a lent GPU before anything else.
+Both cases check the same things: the command trains on the device under the precision `auto`
 picks there, the card says where and how, a run stopped and resumed ends where a straight run
 ends, and the root loads on the CPU through the normal checkpoint path.
 """

@@ -2,7 +2,7 @@
 
 Both read a task's *train* split to learn and score on ``split`` (``validation`` for every
 choice; ``test`` only for a final card, read once). They are the measurements of
-benchmarks/root_recipe_choice.py and benchmarks/root_compare.py:
+root_recipe_choice.py and root_compare.py (this folder):
 
 - :func:`linear_probe`: the root frozen, its CLS features (after the encoder norm) of the
   train examples standardised, a multinomial logistic regression fitted by L-BFGS (weight

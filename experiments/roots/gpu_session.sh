@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # Everything munet checks and measures on a lent GPU, in ONE bounded call (one H200/H100):
 #
-#   OUT=/path/out bash benchmarks/gpu_session.sh               # on the GPU machine (~9 min)
-#   SPEED=0 OUT=/path/out bash benchmarks/gpu_session.sh       # without the speed stage (~7 min)
-#   DRY=1 OUT=/tmp/gpu_session bash benchmarks/gpu_session.sh  # the same stages on this CPU
+#   OUT=/path/out bash experiments/roots/gpu_session.sh          # on the GPU machine (~9 min)
+#   SPEED=0 OUT=/path/out bash experiments/roots/gpu_session.sh  # without the speed stage
+#   DRY=1 OUT=/tmp/gpu_session bash experiments/roots/gpu_session.sh  # the stages on this CPU
 #
 # Stages, each bounded by `timeout` (a failed stage is logged and the next one runs):
 #   1. tests   the tests that need a GPU (tests/pretrain/test_pretrain_device.py: `munet
 #              pretrain --device cuda`, bf16, resume, the root loads on a CPU);
 #   2. speed   benchmarks/gpu_train.py (agents' path vs a plain loop, MFU) and the GPU part of
 #              benchmarks/es_devices.py, on a quiet machine (SPEED=0 skips it);
-#   3. roots   benchmarks/gpu_roots.sh: candidate roots pretrained side by side, alone on the
-#              GPU; compared on validation afterwards with benchmarks/root_compare.py.
+#   3. roots   experiments/roots/gpu_roots.sh: candidate roots pretrained side by side, alone on the
+#              GPU; compared on validation afterwards with experiments/roots/root_compare.py.
 # Back in $OUT: log.txt, tests.txt, speed.txt, roots.tar.gz, commands.txt.
 set -u
-ROOT_DIR="$(cd "$(dirname "$0")/.." && pwd)"
+ROOT_DIR="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$ROOT_DIR"
 OUT="${OUT:?set OUT to the output folder}"
 mkdir -p "$OUT"
@@ -55,5 +55,5 @@ if [ "${SPEED:-1}" = "1" ]; then
 fi
 
 # 3. Candidate roots, alone on the GPU.
-OUT="$OUT" WORK="/tmp/munet_gpu_roots" PYTHON="$PYTHON" bash benchmarks/gpu_roots.sh
+OUT="$OUT" WORK="${TMPDIR:-/tmp}/munet_gpu_roots" PYTHON="$PYTHON" bash experiments/roots/gpu_roots.sh
 log "roots exit $? after $((SECONDS - START))s"

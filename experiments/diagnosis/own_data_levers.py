@@ -18,8 +18,8 @@ Prints each arm's held-out accuracy and time, and::
 
     ratio: R   (ARM / cnn at 48 px, held-out accuracy)
 
-Run: ``python benchmarks/own_data_levers.py`` (about 15 minutes on 2 cores); ``--quick``: a tiny
-smoke test.
+Run: ``python experiments/diagnosis/own_data_levers.py`` (about 15 minutes on 2 cores);
+``--quick``: a tiny smoke test.
 """
 
 from __future__ import annotations
@@ -32,10 +32,14 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The maintained benchmarks (their own_data_vs_cnn.py and root_source.py), then the repository
+# (munet without an install).
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 import own_data_vs_cnn  # noqa: E402
+from own_data_split_rule import parse_arm  # noqa: E402
 from root_source import resolve_root  # noqa: E402
 
 DEFAULT_ARMS = [
@@ -44,18 +48,6 @@ DEFAULT_ARMS = [
     "crop_flip=ds_area_range_min=0.5;ds_flip_left_right=true",
 ]
 SIZES = "hparams_mutation_ranges.ds_image_size=[8, 12, 16, 24, 32, 48]"
-
-
-def parse_arm(text: str) -> tuple[str, list[str]]:
-    """``LABEL=OVERRIDE;OVERRIDE`` -> (label, overrides).
-
-    Raises:
-        SystemExit: no label.
-    """
-    label, _, rest = text.partition("=")
-    if not label:
-        raise SystemExit(f"--arm {text!r}: expected LABEL=OVERRIDES (e.g. size32=ds_image_size=32)")
-    return label, [item for item in rest.split(";") if item]
 
 
 def train_vit(folder: Path, spec: str, arm: list[str], args: argparse.Namespace) -> dict:

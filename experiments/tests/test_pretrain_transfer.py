@@ -1,11 +1,9 @@
-import importlib.util
 import json
 import shutil
-from pathlib import Path
 
+from experiments.tests.scripts import ROOTS, load_script
 from munet.pretrain.loop import pretrain
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "pretrain_transfer.py"
 TINY = ["batch_size=8", "num_train_examples_between_validations_max=16",
         "num_validations_per_path_training=1", "num_validation_examples_max=16",
         "num_layers=1", "hparams_mutation_ranges.num_layers=[0, 1]", "ds_image_size=8",
@@ -16,9 +14,7 @@ def test_the_transfer_benchmark_compares_a_root_with_random_init(tiny_spec, tmp_
     result = pretrain(tiny_spec, tmp_path / "work", steps=2, progress=False, eval_examples=8)
     card = tmp_path / "card.json"
     shutil.copy(result.card_file, card)
-    spec = importlib.util.spec_from_file_location("bench_pretrain_transfer", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(ROOTS, "pretrain_transfer")
     sets = [arg for item in TINY for arg in ("--set", item)]
     module.main(["--root", f"tiny={result.root_file}", "--tasks", "synth/color", "--steps", "2",
                  "--card", str(card), *sets])  # fmt: skip

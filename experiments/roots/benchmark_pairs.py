@@ -14,7 +14,7 @@ relative to fine-tuning's in the same run, and::
 Test figures (`test_quality`) are never read. Runs that differ in anything but the root (tasks,
 seeds, steps, overrides, ...) are refused.
 
-Run: ``python benchmarks/benchmark_pairs.py OLD_BENCHMARK_DIR NEW_BENCHMARK_DIR``
+Run: ``python experiments/roots/benchmark_pairs.py OLD_BENCHMARK_DIR NEW_BENCHMARK_DIR``
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ pretrained with ``munet pretrain``'s loop for the same short budget (``--steps``
 scored on every evaluation task (``digits``, ``synth/*`` and the 1k suite's ``1k/...`` where
 munet.tasks.suite exists) by a linear probe of the frozen root and a short fine-tune
 (``--finetune-steps``), both trained on the task's train split and scored on its
-**validation** split at the candidate's image size (munet.pretrain.root_eval). Test splits are
+**validation** split at the candidate's image size (root_eval.py). Test splits are
 never read here. With ``--max-seconds`` a candidate stops at that pretraining time (the
 table gives its steps): candidates then compete at one time budget, not one step count. The
 score of a candidate is the mean over tasks of (probe + fine-tune) / 2;
@@ -14,9 +14,9 @@ the table lists every candidate, the random-init model of each size as a referen
 line ``chosen: ...`` names the best candidate with the exact ``munet pretrain`` command for it.
 Everything goes to ``OUT/choice.json``; pretraining runs resume from ``OUT/<candidate>/``.
 
-    python benchmarks/root_recipe_choice.py --workers 16                       # 16-core CPU
-    python benchmarks/root_recipe_choice.py --device cuda --steps 3000 --workers 1
-    python benchmarks/root_recipe_choice.py --quick                             # tiny smoke run
+    python experiments/roots/root_recipe_choice.py --workers 16          # 16-core CPU
+    python experiments/roots/root_recipe_choice.py --device cuda --steps 3000 --workers 1
+    python experiments/roots/root_recipe_choice.py --quick               # tiny smoke run
 """
 
 from __future__ import annotations
@@ -30,17 +30,19 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# This folder (root_eval.py), then the repository (munet without an install).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from munet.training.threads import prepare_openmp_env  # noqa: E402
 
 prepare_openmp_env()
 
 import torch  # noqa: E402
+from root_eval import evaluation_tasks, measure_root  # noqa: E402
 
 from munet.config import get_preset  # noqa: E402
 from munet.pretrain.loop import PretrainSpec, pretrain  # noqa: E402
-from munet.pretrain.root_eval import evaluation_tasks, measure_root  # noqa: E402
 
 MIX = "fractal_ex+contours_ex+noise"
 DEFAULT_CANDIDATES = [

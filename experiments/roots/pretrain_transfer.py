@@ -6,8 +6,9 @@ default hparams) trains from the random-init root and from each given root file 
 trials), all measured in this run. ``--card FILE`` also stores the figures in a root's card
 under ``transfer`` (the file named by the first --root).
 
-Run: ``python benchmarks/pretrain_transfer.py --agent VitCpu --root fractal=runs/f/root.safetensors
---root contours=runs/c/root.safetensors --tasks synth/shape synth/position --steps 128``
+Run: ``python experiments/roots/pretrain_transfer.py --agent VitCpu
+--root fractal=runs/f/root.safetensors --root contours=runs/c/root.safetensors
+--tasks synth/shape synth/position --steps 128``
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# This folder (transfer.py), then the repository (munet without an install).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from munet.agents.transfer import measure_transfer  # noqa: E402
+from transfer import measure_transfer  # noqa: E402
+
 from munet.config import apply_overrides, get_preset  # noqa: E402
 from munet.training.threads import apply_thread_policy  # noqa: E402
 
@@ -60,7 +64,8 @@ def main(argv: list[str] | None = None) -> None:
         card["transfer"] = {
             "method": (
                 f"IndependentAgent.train_alone, {args.agent} default hparams, {args.steps} "
-                f"steps, {args.trials} trial(s); test accuracy; benchmarks/pretrain_transfer.py"
+                f"steps, {args.trials} trial(s); test accuracy; "
+                "experiments/roots/pretrain_transfer.py"
             ),
             "results": results,
         }

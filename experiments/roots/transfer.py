@@ -1,4 +1,5 @@
-"""Transfer check of a pretrained root: a fresh model per task trained from it, vs random init.
+"""Transfer check of a pretrained root: a fresh model per task trained from it, vs random init
+(pretrain_transfer.py's measurement; munet.agents.transfer before it moved to the lab).
 
 For each task and each root (``None``: the preset's random-init root; a file: a safetensors or
 .npz root loaded as ``root_model/checkpoint``), an :class:`IndependentAgent` trains one model

@@ -1,45 +1,25 @@
-"""Tiny CPU runs of the root scripts: recipe choice, root comparison, throughput, gpu_roots.sh."""
+"""Tiny CPU runs of the root-selection scripts of experiments/roots: the recipe choice, the
+root comparison and its stored figures, paired readings, cards side by side, gpu_roots.sh."""
 
-import importlib.util
 import json
 import os
 import re
 import subprocess
 import sys
 import tarfile
-from pathlib import Path
 
 import pytest
 import torch
 
+from experiments.tests.scripts import ROOTS, load_script
 from munet.pretrain.loop import pretrain
-from munet.pretrain.root_eval import (
-    evaluation_tasks,
-    fine_tune,
-    linear_probe,
-    load_task_data,
-)
 
-REPO = Path(__file__).resolve().parents[2]
-BENCHMARKS = REPO / "benchmarks"
-
-
-def load_script(name):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture
-def restore_threads():
-    before = torch.get_num_threads()
-    yield
-    torch.set_num_threads(before)
+root_eval = load_script(ROOTS, "root_eval")
 
 
 def test_root_eval_reads_validation_or_test_and_scores_in_range():
+    load_task_data, evaluation_tasks = root_eval.load_task_data, root_eval.evaluation_tasks
+    linear_probe, fine_tune = root_eval.linear_probe, root_eval.fine_tune
     data = load_task_data("synth/color", 8, "validation", max_train=48, max_eval=24)
     assert data.train_images.shape == (48, 3, 8, 8) and data.eval_images.shape[0] == 24
     assert data.split == "validation" and data.num_classes == 6
@@ -70,7 +50,7 @@ def test_recipe_choice_scores_candidates_on_validation_and_names_one(
             return _original(self, split, indices)
 
         monkeypatch.setattr(cls, "images", spy)
-    result = load_script("root_recipe_choice").main(["--quick", "--out", str(tmp_path)])
+    result = load_script(ROOTS, "root_recipe_choice").main(["--quick", "--out", str(tmp_path)])
     out = capsys.readouterr().out
     assert re.search(r"^chosen: (fractal:4:8|fractal_ex\+contours_ex\+noise:6:8) ", out, re.M)
     assert "munet pretrain --agent VitCpu --recipe" in out
@@ -84,7 +64,7 @@ def test_recipe_choice_scores_candidates_on_validation_and_names_one(
 
 
 def test_a_recipe_candidate_may_name_instances_per_image():
-    parse = load_script("root_recipe_choice").parse_candidate
+    parse = load_script(ROOTS, "root_recipe_choice").parse_candidate
     assert parse("fractal:100:24") == ("fractal", 100, 24, 1)
     assert parse("fractal:100:24:3") == ("fractal", 100, 24, 3)
     with pytest.raises(SystemExit, match="RECIPE:CLASSES:SIZE"):
@@ -95,7 +75,7 @@ def test_root_compare_prints_the_probe_delta_and_stores_it_in_the_card(
     tmp_path, capsys, tiny_spec, restore_threads
 ):
     result = pretrain(tiny_spec, tmp_path / "new", steps=2, progress=False, eval_examples=8)
-    load_script("root_compare").main(
+    load_script(ROOTS, "root_compare").main(
         ["--old", "random_init", "--new", str(result.root_file), "--quick",
          "--card", str(result.card_file), "--json", str(tmp_path / "cmp.json")]
     )  # fmt: skip
@@ -116,7 +96,7 @@ def test_root_compare_merge_adds_a_budget_to_the_stored_comparison_of_the_same_r
     tmp_path, capsys, tiny_spec, restore_threads
 ):
     result = pretrain(tiny_spec, tmp_path / "new", steps=2, progress=False, eval_examples=8)
-    compare = load_script("root_compare").main
+    compare = load_script(ROOTS, "root_compare").main
     same = ["--old", "random_init", "--new", str(result.root_file), "--tasks", "synth/color",
             "--max-train", "32", "--max-eval", "32", "--card", str(result.card_file)]  # fmt: skip
     first = compare([*same, "--steps", "2"])
@@ -155,8 +135,7 @@ def test_root_compare_merge_adds_a_budget_to_the_stored_comparison_of_the_same_r
 
 
 def test_a_comparison_without_digests_cannot_be_merged_into():
-    from munet.pretrain.card import merge_comparisons
-
+    merge_comparisons = load_script(ROOTS, "comparison").merge_comparisons
     run = {"old": "a.safetensors", "new": "b.safetensors", "old_sha256": "1", "new_sha256": "2",
            "max_train": 8, "max_eval": 8, "tasks": ["t"], "method": "m", "wall_s": 1.0,
            "results": {"t": {"probe": 0.5, "finetune": {"4": 0.5}}},
@@ -170,35 +149,11 @@ def test_a_comparison_without_digests_cannot_be_merged_into():
         merge_comparisons(run, run)
 
 
-def test_pretrain_throughput_prints_a_ratio_and_the_generator_share(capsys, restore_threads):
-    figures = load_script("pretrain_throughput").main(["--quick", "--other-precision", "bf16"])
-    out = capsys.readouterr().out
-    # One ratio: line per place the batches are rendered, the default's (a process) last.
-    lines = re.findall(r"^ratio: [0-9.]+ \(munet pretrain, rendering in a (\w+) / plain", out, re.M)
-    assert lines == ["thread", "process"]
-    assert "rendering takes" in out
-    assert figures["plain"] > 0 and figures["generator"] > 0
-    assert figures["process"]["munet"] > 0 and figures["thread"]["munet"] > 0
-    assert figures["munet"] == figures["process"]["munet"]
-    assert re.search(r"^ratio: [0-9.]+ \(plain PyTorch at bf16 / at fp32", out, re.M)
-    assert figures["other_precision"]["plain"] > 0
-
-
-def test_render_speed_renders_the_same_images_as_a_git_revision(capsys):
-    # HEAD's renderer against this tree's: whatever a change does to the recipes' speed, it
-    # must keep their images (the roots' data stream) bit for bit.
-    figures = load_script("render_speed").main(["--against", "HEAD", "--quick", "--instances", "3"])
-    assert figures["identical"] and figures["ratio"] > 0
-    assert "images identical: yes" in capsys.readouterr().out
-    with pytest.raises(SystemExit, match="no-such-revision"):
-        load_script("render_speed").main(["--against", "no-such-revision", "--quick"])
-
-
 @pytest.mark.slow
 def test_gpu_roots_dry_run_leaves_candidate_roots_cards_and_a_log(tmp_path):
     env = {**os.environ, "DRY": "1", "OUT": str(tmp_path), "PYTHON": sys.executable,
            "OMP_NUM_THREADS": "1"}  # fmt: skip
-    subprocess.run(["bash", str(BENCHMARKS / "gpu_roots.sh")], env=env, check=True,
+    subprocess.run(["bash", str(ROOTS / "gpu_roots.sh")], env=env, check=True,
                    capture_output=True, timeout=400)  # fmt: skip
     log = (tmp_path / "log.txt").read_text()
     # The VitCpu candidate names up to 2 instances per image, seed 1 and a 2 x 2 thumbnail
@@ -227,7 +182,7 @@ def test_gpu_roots_refuses_a_python_without_torch_before_any_run(tmp_path):
     fake.write_text("#!/bin/sh\nexit 1\n")  # an interpreter where `import torch` fails
     fake.chmod(0o755)
     env = {**os.environ, "DRY": "1", "OUT": str(tmp_path / "out"), "PYTHON": str(fake)}
-    done = subprocess.run(["bash", str(BENCHMARKS / "gpu_roots.sh")], env=env,
+    done = subprocess.run(["bash", str(ROOTS / "gpu_roots.sh")], env=env,
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 2
     assert f"PYTHON={fake} cannot import torch" in done.stdout
@@ -248,7 +203,7 @@ def write_comparison(path, old, new, old_sha256="aaaa", method="m"):
 
 
 def test_root_pairs_reads_paired_differences_across_comparison_files(tmp_path, capsys):
-    pairs = load_script("root_pairs").main
+    pairs = load_script(ROOTS, "root_pairs").main
     shipped = {"a": (0.5, 0.6), "b": (0.7, 0.8)}
     # Seed 0: the option's root against the shipped root (the old side of the same file).
     on0 = write_comparison(tmp_path / "on0.json", shipped, {"a": (0.6, 0.7), "b": (0.7, 0.9)})
@@ -301,7 +256,7 @@ def write_benchmark(directory, quality, root="old.safetensors", steps=1024):
 
 
 def test_benchmark_pairs_pairs_cells_of_two_roots_on_validation_only(tmp_path, capsys):
-    pairs = load_script("benchmark_pairs").main
+    pairs = load_script(ROOTS, "benchmark_pairs").main
     base = {"1k/a": 0.5, "1k/b": 0.8}
 
     def old(method, task, seed):
@@ -349,7 +304,7 @@ def write_card(path, held_out, probes=None, **recipe):
 
 
 def test_root_cards_lines_up_held_out_against_the_stored_validation_means(tmp_path, capsys):
-    cards = load_script("root_cards").main
+    cards = load_script(ROOTS, "root_cards").main
     high = write_card(tmp_path / "high.json", 0.8, {"a": 0.4, "b": 0.6}, instances=3)
     low = write_card(tmp_path / "low.json", 0.3, {"a": 0.5, "b": 0.7}, seed=1)
     small = write_card(tmp_path / "small.json", 0.5, {"a": 0.1, "b": 0.1}, image_size=16)

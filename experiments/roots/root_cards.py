@@ -8,7 +8,7 @@ line the highest probe's: ``ratio:`` its probe mean / its old root's, one compar
 every root was measured on the same tasks, a line gives the mean over tasks of the highest
 probe any of them reached on each.
 
-    python benchmarks/root_cards.py docs/results/*/card*.json --image-size 24
+    python experiments/roots/root_cards.py experiments/results/*/card*.json --image-size 24
 
 A card's held-out accuracy is its own task's: comparable between roots of one class count
 and loss, not across them (a multi-label root counts an image right when its top class is

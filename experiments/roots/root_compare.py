@@ -4,7 +4,7 @@ For two roots (files, or ``random_init``) of one preset, on every evaluation tas
 (``digits``, ``synth/*``, and the 1k suite's ``1k/...`` where munet.tasks.suite exists):
 a linear probe of the frozen root and a fine-tune of the whole model from it for each budget
 of ``--steps`` (128, 384, 1152), trained on the task's train split and scored on its
-**validation** split (munet.pretrain.root_eval), each root at its own image size (the one it
+**validation** split (root_eval.py), each root at its own image size (the one it
 was pretrained at: its card's, or ``--image-size``). Prints the table, the mean per column and
 
     probe: NEW - OLD = D (mean validation accuracy over tasks; goal +0.10)
@@ -17,9 +17,10 @@ the comparison stored there instead (the same two roots and tasks, checked by sh
 1,152-step column measured after a choice does. Jobs (root x task) run in ``--workers``
 processes.
 
-    python benchmarks/root_compare.py --old munet/pretrain/roots/VitCpu.safetensors \
+    python experiments/roots/root_compare.py --old munet/pretrain/roots/VitCpu.safetensors \
         --new runs/VitCpu/root.safetensors --workers 16
-    python benchmarks/root_compare.py --old random_init --new runs/VitCpu/root.safetensors --quick
+    python experiments/roots/root_compare.py --old random_init \
+        --new runs/VitCpu/root.safetensors --quick
 """
 
 from __future__ import annotations
@@ -33,23 +34,25 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# This folder (root_eval.py, comparison.py), then the repository (munet without an install).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from munet.training.threads import prepare_openmp_env  # noqa: E402
 
 prepare_openmp_env()
 
 import torch  # noqa: E402
+from comparison import check_same_comparison, merge_comparisons, update_card  # noqa: E402
+from root_eval import evaluation_tasks, measure_root  # noqa: E402
 
 from munet.config import get_preset  # noqa: E402
-from munet.pretrain.card import (  # noqa: E402
-    card_beside,
-    check_same_comparison,
-    merge_comparisons,
-    update_card,
-)
-from munet.pretrain.root_eval import evaluation_tasks, measure_root  # noqa: E402
+from munet.pretrain.card import card_beside  # noqa: E402
 from munet.pretrain.roots import sha256_file  # noqa: E402
+
+# The label of the measurement in a comparison's ``method`` (the script's path when the stored
+# comparisons were measured, kept so that root_pairs.py reads new files beside them).
+METHOD = "benchmarks/root_compare.py"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -196,7 +199,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"ratio: {ratio:.3f} ({steps} steps fine-tune: new / old, mean {args.split} "
               f"accuracy over tasks)")  # fmt: skip
     summary = {
-        "method": (f"benchmarks/root_compare.py: linear probe (L-BFGS logistic regression on "
+        "method": (f"{METHOD}: linear probe (L-BFGS logistic regression on "
                    f"frozen CLS features) and AdamW fine-tune at {args.steps} steps; train on "
                    f"<= {args.max_train} train examples, score <= {args.max_eval} {args.split} "
                    f"examples; {args.device}"),

@@ -1,7 +1,7 @@
-"""Paired differences between roots, read from benchmarks/root_compare.py's ``--json`` files.
+"""Paired differences between roots, read from root_compare.py's ``--json`` files.
 
-One seed's run moved VitCpu's validation probe by 0.04 (docs/pretrain_log.md), as much as most
-differences between recipes, so "does option X help?" is asked of pairs that differ in X
+One seed's run moved VitCpu's validation probe by 0.04 (experiments/pretrain_log.md), as much
+as most differences between recipes, so "does option X help?" is asked of pairs that differ in X
 alone, at several seeds: X off and on at seed 0, X off and on at seed 1, and so on. Each side
 of a pair is one root in one comparison file: ``FILE.json`` is the comparison's new root,
 ``FILE.json:old`` its old root. Per pair it prints the candidate minus the base on the probe
@@ -14,7 +14,7 @@ against each other only where that is fair: the same tasks, budgets and method, 
 both compared against the same old root (the same sha256), the same figures for it
 (root_compare's data, seeds and init are fixed, so they agree when the evaluation did).
 
-    python benchmarks/root_pairs.py \\
+    python experiments/roots/root_pairs.py \\
         --pair runs/thumb4/compare.json:old runs/thumb4/compare.json \\
         --pair runs/seed1/compare.json runs/thumb4_seed1/compare.json
 """

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Candidate roots pretrained side by side on a lent GPU, alone on it, in ONE bounded call.
 #
-#   OUT=/path/out bash benchmarks/gpu_roots.sh          # one H200/H100, 16 cores
-#   DRY=1 OUT=/tmp/gpu_roots bash benchmarks/gpu_roots.sh   # the same stages on this CPU, ~1 min
+#   OUT=/path/out bash experiments/roots/gpu_roots.sh          # one H200/H100, 16 cores
+#   DRY=1 OUT=/tmp/gpu_roots bash experiments/roots/gpu_roots.sh   # the same stages on this CPU, ~1 min
 #
 # Each candidate is PRESET:RECIPE:CLASSES:SIZE:BATCH[:INSTANCES[:SEED[:THUMBNAIL]]]
 # (instances per image, up to, default 1; the seed, default 0; the thumbnail's side, default 0
 # = off) and becomes one `munet pretrain` process. Seeds matter: on this project's CPU one seed
-# moved VitCpu's validation probe by 0.04 (docs/pretrain_log.md), as much as most differences
+# moved VitCpu's validation probe by 0.04 (experiments/pretrain_log.md), as much as most differences
 # between recipes, so a choice between close candidates wants each at several seeds;
 # all of them share the GPU at once (these small models are launch-bound: one alone leaves the
 # GPU mostly idle, so side by side costs each little) with nothing else on the CPU cores that
@@ -18,7 +18,7 @@
 # costs about what a step of 128 does there.
 #
 # Nothing is chosen here. The candidates come back as files and are compared with the shipped
-# root on the evaluation tasks' VALIDATION splits by benchmarks/root_compare.py, anywhere (the
+# root on the evaluation tasks' VALIDATION splits by experiments/roots/root_compare.py, anywhere (the
 # CPU is fine: probes and short fine-tunes); test splits are read once, for the chosen root's
 # card.
 #
@@ -28,7 +28,7 @@
 # Knobs (environment): PYTHON, DEVICE, CANDIDATES, MINUTES, STEPS (a fixed budget instead of
 # MINUTES: runs that start together time their first steps too fast), MAX_SECONDS, LIMIT, CKPT, LR.
 set -u
-ROOT_DIR="$(cd "$(dirname "$0")/.." && pwd)"
+ROOT_DIR="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$ROOT_DIR"
 OUT="${OUT:?set OUT to the output folder}"
 WORK="${WORK:-$OUT/roots}"
@@ -51,7 +51,7 @@ else
   # VitCpu's shipped recipe (up to 3 instances, a 4 x 4 thumbnail; its task unsolved on the
   # CPU, held-out 0.65) at a GPU's batch and budget, at three seeds, so the choice between
   # it and the CPU root is not one seed's; and VitT3 with the same recipe at its own 32 px.
-  # (The one-instance candidates of 2026-11-27 are in docs/results/root_gpu_h200/.)
+  # (The one-instance candidates of 2026-11-27 are in experiments/results/root_gpu_h200/.)
   CANDIDATES="${CANDIDATES:-VitCpu:fractal:100:24:1024:3:0:4 VitCpu:fractal:100:24:1024:3:1:4 VitCpu:fractal:100:24:1024:3:2:4 VitT3:fractal:1000:32:512:3:0:4}"
   MINUTES="${MINUTES:-5.5}"; MAX_SECONDS="${MAX_SECONDS:-360}"; LIMIT="${LIMIT:-400}"
   CKPT="${CKPT:-1000}"; EXTRA=()

@@ -11,19 +11,23 @@ For each task, with the singlepath agent's own code (munet.agents.IndependentAge
   ``--frozen`` shared frozen (as a child shares them when the clone mutation does not fire);
 - with ``--curve``, the plain model's test accuracy after each of those step counts.
 
-Run: ``python benchmarks/system_vs_independent_diagnosis.py --tasks synth/position synth/shape
---curve 128 384 768 1152 2304 [--root pretrained]`` (about 10 minutes on a busy 2-core machine).
+Run: ``python experiments/diagnosis/system_vs_independent_diagnosis.py --tasks synth/position
+synth/shape --curve 128 384 768 1152 2304 [--root pretrained]`` (about 10 minutes on a busy
+2-core machine).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
+from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The maintained benchmarks (their own_data_vs_cnn.py and root_source.py), then the repository
+# (munet without an install).
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 from root_source import resolve_root  # noqa: E402
 
