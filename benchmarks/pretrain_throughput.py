@@ -44,7 +44,7 @@ import torch.nn.functional as F  # noqa: E402
 
 from munet.config import get_preset  # noqa: E402
 from munet.pretrain.loop import PretrainSpec, batch_for_step, pretrain  # noqa: E402
-from munet.pretrain.spec import new_model, new_optimizer  # noqa: E402
+from munet.pretrain.model import new_model, new_optimizer  # noqa: E402
 from munet.training.precision import resolve_precision  # noqa: E402
 
 

@@ -23,15 +23,16 @@ import json
 import statistics
 from pathlib import Path
 
-from munet.pretrain.spec import PretrainSpec
+from munet.pretrain.spec import REMOVED_FIELDS, PretrainSpec
 
 # Set by the preset and the run, not options of the recipe: left out of the summary.
 _NOT_OPTIONS = {"preset", "model", "num_layers", "image_size"}
 
 
 def recipe_summary(recipe: dict) -> str:
-    """The card's spec fields that differ from PretrainSpec's defaults, as ``field=value``."""
-    defaults = {f.name: f.default for f in dataclasses.fields(PretrainSpec)}
+    """The card's spec fields that differ from PretrainSpec's defaults, as ``field=value``
+    (settings munet pretrain no longer has, against the value that turned them off)."""
+    defaults = {f.name: f.default for f in dataclasses.fields(PretrainSpec)} | REMOVED_FIELDS
     return " ".join(
         f"{name}={value}"
         for name, value in recipe.items()

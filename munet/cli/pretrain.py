@@ -36,14 +36,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     budget.add_argument("--minutes", type=float, help="wall-clock budget, turned into steps")
     parser.add_argument("--out", required=True, help="work dir: state, root and card")
     for flag, field, help_text in SPEC_OPTIONS:
-        kind = SPEC_TYPES[field]
-        if kind is bool:
-            parser.add_argument(flag, dest=field, action="store_true", help=help_text)
-        else:
-            # No default here: it is the spec's, read when the command runs (the spec's module
-            # imports torch, which `munet --help` and argument errors do not).
-            metavar = flag[2:].upper().replace("-", "_")
-            parser.add_argument(flag, dest=field, type=kind, metavar=metavar, help=help_text)
+        # No default here: it is the spec's, read when the command runs.
+        metavar = flag[2:].upper().replace("-", "_")
+        parser.add_argument(
+            flag, dest=field, type=SPEC_TYPES[field], metavar=metavar, help=help_text
+        )
     parser.add_argument(
         "--image-size", type=int, help="image side (default: the preset's ds_image_size)"
     )
@@ -90,35 +87,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 # The options that set a PretrainSpec field, as (flag, field, help); the default is the
-# field's own, and a bool field is a switch. A new spec field needs one row here and its type
-# in SPEC_TYPES.
+# field's own. A new spec field needs one row here and its type in SPEC_TYPES.
 SPEC_OPTIONS = (
     ("--recipe", "recipe", "fractal (default), fractal_ex, contours, contours_ex, noise, or a "
      "mix joined by '+' (fractal_ex+contours_ex+noise); docs/pretrain.md"),
     ("--classes", "num_classes", "pretraining classes (100)"),
     ("--instances", "instances", "up to this many instances of the class per image, 1..K at "
      "random (fractal and contour recipes; 1: one figure, the default)"),
-    ("--multi-label", "multi_label", "with --instances K >= 2 of a figure recipe: each "
-     "instance is its own class, and the head says which classes an image shows (Anderson & "
-     "Farrell's multi-instance prediction; needs --label-smoothing 0; docs/pretrain.md)"),
     ("--thumbnail", "thumbnail", "also regress a SIDE x SIDE colour thumbnail of each image "
      "from the class token, so the features keep colour and layout (0: off, the default; "
-     "docs/pretrain.md)"),
-    ("--hog", "hog", "also regress histograms of oriented gradients on a SIDE x SIDE grid of "
-     "cells from the class token, so the features keep which way edges run (0: off, the "
-     "default; docs/pretrain.md)"),
-    ("--contrastive", "contrastive", "also tell each image apart from the rest of its batch "
-     "against a second view of it (SimCLR's loss) with an embedding of this width, so the "
-     "features keep what tells images apart; twice the compute per step (0: off, the "
-     "default; docs/pretrain.md)"),
-    ("--view-jitter", "view_jitter", "with --contrastive, jitter the second views' colours by "
-     "SimCLR's colour distortion at this strength, up to 1.25 (0: crops alone, the default; "
-     "SimCLR: 0.5 on CIFAR, 1 on ImageNet; docs/pretrain.md)"),
-    ("--pre-logits", "pre_logits", "pretrain through a hidden layer of this width (Dense + "
-     "tanh, vit_jax's representation_size) between the class token and the head, dropped "
-     "with the head (0: off, the default; docs/pretrain.md)"),
-    ("--head-decay-mult", "head_decay_mult", "the head's output kernel decays this many times "
-     "as strongly as the other kernels (1: as the rest, the default; big_vision: 100; "
      "docs/pretrain.md)"),
     ("--label-smoothing", "label_smoothing", "label smoothing of the class loss (0.1, the "
      "default; 0: plain cross-entropy)"),
@@ -137,13 +114,7 @@ SPEC_TYPES: dict[str, type] = {
     "recipe": str,
     "num_classes": int,
     "instances": int,
-    "multi_label": bool,
     "thumbnail": int,
-    "hog": int,
-    "contrastive": int,
-    "view_jitter": float,
-    "pre_logits": int,
-    "head_decay_mult": float,
     "label_smoothing": float,
     "batch_size": int,
     "lr": float,
@@ -189,9 +160,7 @@ def _command_line(args: argparse.Namespace) -> str:
     parts += ["--out", args.out]
     for flag, attribute, default in _recorded():
         value = getattr(args, attribute)
-        if value is True:  # a switch
-            parts.append(flag)
-        elif value != default:
+        if value != default:
             parts += [flag, str(value)]
     return shlex.join(parts)
 

@@ -19,12 +19,6 @@ factor in [0.7, 1] / sqrt(count) and placed at random, overlapping where they me
 colour. The count is uniform in 1..K per image. ``noise`` has no figure, so it ignores K.
 K = 1 renders exactly as before (bit for bit).
 
-**Several classes per image** (``multi_label``, with K > 1 of a plain figure recipe: the
-multi-instance prediction of Anderson & Farrell 2022, "Improving Fractal Pre-training"): each
-instance is its own class, drawn independently, so an image shows 1 to K formulas and its
-labels are (K,), with -1 for the instances its count leaves out. The placement, the colour
-and the order of every draw but the labels' are those of several instances of one class.
-
 A *mix* joins recipes with ``+`` (``fractal_ex+contours_ex+noise``): the classes are split
 among them (the first ones take the remainder), class ``i`` of the mix is a class of one
 recipe; each recipe fills its share of every batch (its share of the classes), with labels
@@ -81,8 +75,7 @@ class Recipe:
 
     ``parts`` is one ``(kind, first_label, num_classes, params)`` per recipe of the mix (one
     for a plain recipe); ``params`` holds that recipe's class tensors. ``instances``: at most
-    this many instances of the class per image (figure recipes; module docstring);
-    ``multi_label``: each instance is its own class (module docstring).
+    this many instances of the class per image (figure recipes; module docstring).
     """
 
     name: str
@@ -90,7 +83,6 @@ class Recipe:
     seed: int
     parts: tuple[tuple[str, int, int, dict[str, torch.Tensor]], ...] = field(repr=False)
     instances: int = 1
-    multi_label: bool = False
 
     @property
     def params(self) -> dict[str, torch.Tensor]:
@@ -103,9 +95,7 @@ class Recipe:
             (kind, first, count, {k: v.to(device) for k, v in params.items()})
             for kind, first, count, params in self.parts
         )
-        return Recipe(
-            self.name, self.num_classes, self.seed, parts, self.instances, self.multi_label
-        )
+        return Recipe(self.name, self.num_classes, self.seed, parts, self.instances)
 
 
 def recipe_kinds(name: str) -> list[str]:
@@ -131,34 +121,17 @@ def _part_seed(seed: int, kind: str) -> int:
     return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
 
 
-def check_multi_label(name: str, instances: int) -> None:
-    """Raises ValueError unless recipe ``name`` with ``instances`` can show several classes
-    per image: one figure recipe (no mix) and 2 instances or more."""
-    kinds = recipe_kinds(name)
-    if len(kinds) > 1 or KINDS[name].density is None or instances < 2:
-        raise ValueError(
-            f"multi_label with recipe {name!r} and instances {instances!r}: expected one "
-            "figure recipe (fractal, fractal_ex, contours, contours_ex; no mix) and instances "
-            ">= 2, so an image can show several classes"
-        )
-
-
-def make_recipe(
-    name: str, num_classes: int, seed: int, instances: int = 1, multi_label: bool = False
-) -> Recipe:
+def make_recipe(name: str, num_classes: int, seed: int, instances: int = 1) -> Recipe:
     """The classes of recipe ``name`` (a recipe of :data:`RECIPES` or a ``+`` mix) from ``seed``,
-    rendered with up to ``instances`` instances per image, each its own class if
-    ``multi_label``.
+    rendered with up to ``instances`` instances per image.
 
     Raises:
-        ValueError: unknown recipe, fewer than 2 classes (per recipe of a mix), ``instances``
-            below 1, or ``multi_label`` without a plain figure recipe and 2 instances or more.
+        ValueError: unknown recipe, fewer than 2 classes (per recipe of a mix), or
+            ``instances`` below 1.
     """
     kinds = recipe_kinds(name)
     if not (isinstance(instances, int) and instances >= 1):
         raise ValueError(f"instances {instances!r}: expected an integer >= 1 (per image)")
-    if multi_label:
-        check_multi_label(name, instances)
     if num_classes < 2 * len(kinds):
         raise ValueError(
             f"num_classes {num_classes!r}: expected at least 2 per recipe ({2 * len(kinds)})"
@@ -167,7 +140,7 @@ def make_recipe(
         # A plain recipe draws from the seed itself (the shipped roots' classes stay as made).
         g = torch.Generator().manual_seed(seed)
         parts = ((name, 0, num_classes, KINDS[name].classes(num_classes, g)),)
-        return Recipe(name, num_classes, seed, parts, instances, multi_label)
+        return Recipe(name, num_classes, seed, parts, instances)
     parts = []
     first = 0
     for index, kind in enumerate(kinds):
@@ -186,20 +159,13 @@ def sample_batch(
     points: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """A batch of (images (B, 3, S, S) in [-1, 1], labels (B,) int64), classes uniform
-    (for a mix: uniform within each recipe's fixed share of the batch). A ``multi_label``
-    recipe's labels are (B, K): each instance's class, -1 where the image shows fewer.
+    (for a mix: uniform within each recipe's fixed share of the batch).
 
     Everything is drawn from ``g`` and made on its device (``recipe`` must be there too:
     :meth:`Recipe.to`). ``points``: chaos-game chains per fractal image (default one per two
     output pixels; each chain draws several points).
     """
     device = g.device
-    if recipe.multi_label:
-        kind, _, _, params = recipe.parts[0]
-        shape = (batch_size, recipe.instances)
-        labels = torch.randint(0, recipe.num_classes, shape, generator=g, device=device)
-        images, shown = _compose(kind, params, labels, image_size, g, points)
-        return images, labels.masked_fill(~shown, -1)
     if len(recipe.parts) == 1:
         labels = torch.randint(0, recipe.num_classes, (batch_size,), generator=g, device=device)
         kind, _, _, params = recipe.parts[0]
@@ -234,13 +200,13 @@ def _render(kind: str, params: dict, labels: torch.Tensor, image_size: int, g: t
     recipe = KINDS[kind]
     if instances == 1 or recipe.density is None:
         return recipe.render(params, labels, image_size, g, *extra)
-    return _compose(kind, params, labels[:, None].expand(-1, instances), image_size, g, points)[0]
+    return _compose(kind, params, labels[:, None].expand(-1, instances), image_size, g, points)
 
 
 def _compose(kind: str, params: dict, labels: torch.Tensor, image_size: int, g: torch.Generator,
-             points: int | None) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
-    """Images of 1 to K figures of a figure recipe, one per instance label (B, K), and which
-    instances each image shows (B, K) bool: the first ``count`` of its row."""
+             points: int | None) -> torch.Tensor:  # fmt: skip
+    """Images of 1 to K figures of a figure recipe, one per instance label (B, K); an image
+    shows the first ``count`` of its row."""
     extra = (points,) if kind.startswith("fractal") else ()
     # Every image draws K instances (fixed shapes, no look at the counts); those past its
     # count are masked out.
@@ -253,7 +219,7 @@ def _compose(kind: str, params: dict, labels: torch.Tensor, image_size: int, g: 
     centre = uniform((batch, instances, 2), -1.0, 1.0, g) * (1 - scale)[..., None]
     flat = figures.reshape(-1, 1, image_size, image_size)
     placed = _place(flat, scale.reshape(-1), centre.reshape(-1, 2)).view_as(figures)
-    return colourise((placed * shown[..., None, None]).amax(dim=1), g), shown
+    return colourise((placed * shown[..., None, None]).amax(dim=1), g)
 
 
 def _place(figures: torch.Tensor, scale: torch.Tensor, centre: torch.Tensor) -> torch.Tensor:

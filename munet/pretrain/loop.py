@@ -38,18 +38,11 @@ import torch
 
 from munet.models.vit import VisionTransformer
 from munet.pretrain.card import CARD_FILE, ROOT_DTYPES, ROOT_FILE, make_card, write_root
+from munet.pretrain.model import lr_at, new_model, new_optimizer
 from munet.pretrain.objectives import pretrain_loss
 from munet.pretrain.render import batch_source, resolve_render
-from munet.pretrain.spec import (
-    HeldOut,
-    PretrainSpec,
-    batch_for_step,
-    evaluate,
-    lr_at,
-    new_model,
-    new_optimizer,
-    view_for_step,
-)
+from munet.pretrain.spec import PretrainSpec
+from munet.pretrain.stream import HeldOut, batch_for_step, evaluate
 from munet.pretrain.workdir import PretrainLockedError, WorkDirLock, load_state, save_state
 
 log = logging.getLogger("munet.pretrain")
@@ -176,13 +169,14 @@ def _start_or_resume(
     ``rerun``: the work dir existed before this call."""
     meta = load_state(work, model, optimizer)
     if meta is not None:
-        # A field added since the run began takes its default (which the run had).
-        defaults = {
-            f.name: f.default
-            for f in dataclasses.fields(PretrainSpec)
-            if f.default is not dataclasses.MISSING
-        }
-        if {**defaults, **meta["spec"]} != dataclasses.asdict(spec):
+        # A field added since the run began takes its default (which the run had); one removed
+        # since loads only at the value that turned it off.
+        try:
+            stored = PretrainSpec.from_dict(meta["spec"])
+        except ValueError as err:
+            message = f"{work} holds a run this munet cannot resume: {err}"
+            raise PretrainStateError(message) from None
+        if stored != spec:
             raise PretrainStateError(
                 f"{work} holds a pretraining run of another spec ({meta['spec']}); use another "
                 "work dir or the same settings"
@@ -271,9 +265,7 @@ def _run(
             total_for_lr = meta["total_steps"] or _minutes_probe_total(minutes)
             for group in optimizer.param_groups:
                 group["lr"] = lr_at(spec, step, total_for_lr)
-            loss = _train_step(
-                model, optimizer, images, labels, spec, precision, torch_device, step
-            )
+            loss = _train_step(model, optimizer, images, labels, spec, precision, torch_device)
             loss_sum += loss
             loss_count += 1
             meta["step"] = step + 1
@@ -335,19 +327,13 @@ def _run(
 
 def _train_step(
     model: torch.nn.Module, optimizer: torch.optim.Optimizer, images: torch.Tensor,
-    labels: torch.Tensor, spec: PretrainSpec, precision: str, device: torch.device, step: int,
+    labels: torch.Tensor, spec: PretrainSpec, precision: str, device: torch.device,
 ) -> torch.Tensor:  # fmt: skip
     """One AdamW step; the loss (detached, on the device)."""
     images = images.to(device, non_blocking=True)
     labels = labels.to(device, non_blocking=True)
     with _autocast(precision, device):
-        if spec.contrastive:
-            # One pass over the images and their second views together.
-            views = view_for_step(spec, images, step)
-            logits, view_outputs = model(torch.cat([images, views])).chunk(2)
-            loss = pretrain_loss(logits, images, labels, spec, view_outputs)
-        else:
-            loss = pretrain_loss(model(images), images, labels, spec)
+        loss = pretrain_loss(model(images), images, labels, spec)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

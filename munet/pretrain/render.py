@@ -1,6 +1,6 @@
 """Rendering the pretraining batches beside the training loop, so training never waits for them.
 
-A batch is a pure function of ``(spec, step)`` (:func:`munet.pretrain.spec.batch_for_step`),
+A batch is a pure function of ``(spec, step)`` (:func:`munet.pretrain.stream.batch_for_step`),
 bit-equal whatever the thread count or process that renders it, so where it is rendered
 changes only the speed, never the weights. Two places:
 
@@ -34,7 +34,8 @@ from typing import Protocol
 
 import torch
 
-from munet.pretrain.spec import PretrainSpec, batch_for_step
+from munet.pretrain.spec import PretrainSpec
+from munet.pretrain.stream import batch_for_step
 
 RENDER_MODES = ("auto", "thread", "process")
 # Sessions shorter than this render on a thread under ``auto``.
@@ -116,8 +117,7 @@ class _ProcessSource:
         context = torch.multiprocessing.get_context("spawn")
         size = spec.image_size
         self._images = torch.empty(PROCESS_SLOTS, spec.batch_size, 3, size, size).share_memory_()
-        label_slots = (PROCESS_SLOTS, spec.batch_size, *spec.label_shape)
-        self._labels = torch.empty(label_slots, dtype=torch.int64)
+        self._labels = torch.empty(PROCESS_SLOTS, spec.batch_size, dtype=torch.int64)
         self._labels.share_memory_()
         self._free = context.Queue()
         self._ready = context.Queue()

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 
 import pytest
@@ -6,20 +7,23 @@ import torch.nn.functional as F
 from safetensors.torch import load_file
 
 from munet.models import VitArch, load_checkpoint
+from munet.pretrain import builtin_roots, objectives
 from munet.pretrain.generators import make_recipe
 from munet.pretrain.loop import (
     CARD_FILE,
     ROOT_FILE,
     HeldOut,
     PretrainStateError,
+    _train_step,
     batch_for_step,
     evaluate,
     pretrain,
 )
-from munet.pretrain.objectives import hog_target, pretrain_loss, thumbnail_target
+from munet.pretrain.model import new_model, new_optimizer, pretrain_arch
+from munet.pretrain.objectives import OBJECTIVES, head_width, pretrain_loss
+from munet.pretrain.objectives.thumbnail import target as thumbnail_target
 from munet.pretrain.roots import sha256_file
-from munet.pretrain.spec import new_model
-from tests.pretrain.train_helpers import extra_target_error, train_with_the_loops_step
+from munet.pretrain.spec import PretrainSpec
 
 
 def test_a_resumed_run_ends_with_the_same_weights_as_a_straight_one(tiny_spec, tmp_path):
@@ -100,6 +104,67 @@ def test_a_run_begun_before_a_spec_field_existed_resumes_with_its_default(tiny_s
         pretrain(other, tmp_path / "b", **kwargs)
 
 
+def test_a_run_begun_with_a_removed_setting_resumes_only_where_it_was_off(tiny_spec, tmp_path):
+    kwargs = {"steps": 4, "checkpoint_every": 2, "progress": False, "eval_examples": 16}
+    straight = pretrain(tiny_spec, tmp_path / "a", **kwargs)
+    pretrain(tiny_spec, tmp_path / "b", stop_at=2, **kwargs)
+    # A state.json written while `hog` and the rest existed names them, off.
+    state = tmp_path / "b" / "state.json"
+    meta = json.loads(state.read_text())
+    meta["spec"] |= {"hog": 0, "contrastive": 0, "view_jitter": 0.0, "pre_logits": 0,
+                     "head_decay_mult": 1.0, "multi_label": False}  # fmt: skip
+    state.write_text(json.dumps(meta))
+    assert pretrain(tiny_spec, tmp_path / "b", **kwargs).card["sha256"] == straight.card["sha256"]
+    # One that was on made weights this munet cannot make: refused, naming it.
+    pretrain(tiny_spec, tmp_path / "c", stop_at=2, **kwargs)
+    state = tmp_path / "c" / "state.json"
+    meta = json.loads(state.read_text())
+    meta["spec"]["hog"] = 3
+    state.write_text(json.dumps(meta))
+    removed = "cannot resume: hog 3: .*'hog' setting was removed"
+    with pytest.raises(PretrainStateError, match=removed):
+        pretrain(tiny_spec, tmp_path / "c", **kwargs)
+
+
+def test_stored_specs_load_with_removed_settings_off_and_refuse_them_on(tiny_spec):
+    fields = dataclasses.asdict(tiny_spec)
+    off = {"multi_label": False, "hog": 0, "contrastive": 0, "view_jitter": 0.0,
+           "pre_logits": 0, "head_decay_mult": 1.0}  # fmt: skip
+    assert PretrainSpec.from_dict({**fields, **off}) == tiny_spec
+    missing = {k: v for k, v in fields.items() if k != "thumbnail"}  # written before it existed
+    assert PretrainSpec.from_dict(missing) == tiny_spec
+    for name, value in [("contrastive", 64), ("multi_label", True), ("head_decay_mult", 100.0)]:
+        with pytest.raises(ValueError, match=f"^{name} {value!r}: .*'{name}' setting was removed"):
+            PretrainSpec.from_dict({**fields, name: value})
+    with pytest.raises(ValueError, match="'nope': not a pretraining setting"):
+        PretrainSpec.from_dict({**fields, "nope": 1})
+    # The shipped roots' cards (written before the removal) describe specs of today.
+    for root in builtin_roots().values():
+        recipe = root.card()["recipe"]
+        spec = PretrainSpec.from_dict(recipe).validate()
+        assert spec.recipe == "fractal" and spec.preset == root.preset
+
+
+def test_the_head_is_the_objectives_outputs_in_order_and_the_loss_their_sum(
+    tiny_spec, monkeypatch
+):
+    assert [objective.name for objective in OBJECTIVES] == ["classes", "thumbnail"]
+    spec = type(tiny_spec)(**{**tiny_spec.__dict__, "thumbnail": 1})
+    assert head_width(tiny_spec) == 5 and head_width(spec) == 5 + 3
+    # A new objective: its outputs follow the others', its loss adds to theirs.
+    extra = objectives.Objective("extra", lambda s: 2, lambda out, *_: out.square().mean())
+    monkeypatch.setattr(objectives, "OBJECTIVES", (*OBJECTIVES, extra))
+    assert head_width(spec) == 10 and pretrain_arch(spec).num_classes == 10
+    images, labels = torch.rand(4, 3, 8, 8) * 2 - 1, torch.tensor([0, 1, 4, 2])
+    logits = torch.randn(4, 10)
+    expected = (
+        F.cross_entropy(logits[:, :5], labels, label_smoothing=0.1)
+        + F.mse_loss(logits[:, 5:8], thumbnail_target(images, 1))
+        + logits[:, 8:].square().mean()
+    )
+    assert torch.allclose(pretrain_loss(logits, images, labels, spec), expected)
+
+
 def test_several_instances_per_image_train_and_are_recorded(tiny_spec, tmp_path):
     spec = type(tiny_spec)(**{**tiny_spec.__dict__, "instances": 3, "image_size": 16})
     result = pretrain(spec, tmp_path, steps=2, progress=False, eval_examples=16)
@@ -115,7 +180,7 @@ def test_several_instances_per_image_train_and_are_recorded(tiny_spec, tmp_path)
 
 def test_the_thumbnail_loss_adds_the_pooled_images_error_to_the_class_loss(tiny_spec):
     spec = type(tiny_spec)(**{**tiny_spec.__dict__, "thumbnail": 2})
-    assert spec.outputs == 5 + 12 and spec.arch().num_classes == 17
+    assert head_width(spec) == 5 + 12 and pretrain_arch(spec).num_classes == 17
     images = torch.rand(4, 3, 8, 8) * 2 - 1
     labels = torch.tensor([0, 1, 4, 2])
     logits = torch.randn(4, 17)
@@ -136,20 +201,24 @@ def test_the_thumbnail_loss_adds_the_pooled_images_error_to_the_class_loss(tiny_
             type(tiny_spec)(**{**tiny_spec.__dict__, "thumbnail": side}).validate()
 
 
-@pytest.mark.parametrize("option, target", [("thumbnail", thumbnail_target), ("hog", hog_target)])
-def test_a_run_learns_its_extra_target_and_ships_a_headless_root(
-    tiny_spec, tmp_path, option, target
-):
-    spec = type(tiny_spec)(**{**tiny_spec.__dict__, option: 2, "lr": 3e-3})
+def test_a_run_learns_the_thumbnail_and_ships_a_headless_root(tiny_spec, tmp_path):
+    spec = type(tiny_spec)(**{**tiny_spec.__dict__, "thumbnail": 2, "lr": 3e-3})
     recipe = spec.make_recipe()
     probe_images = torch.cat([batch_for_step(spec, recipe, 10_000 + i)[0] for i in range(4)])
 
     def target_error(model):
-        return extra_target_error(model, spec, probe_images, target, 2)
+        # The head's outputs after the class logits against the pooled images.
+        with torch.no_grad():
+            outputs = model(probe_images)[:, spec.num_classes :]
+        return float(F.mse_loss(outputs, thumbnail_target(probe_images, 2)))
 
     model = new_model(spec)
     before = target_error(model)
-    train_with_the_loops_step(model, spec, recipe, 20)
+    # The loop's own training step (so the test fails if the loop leaves the target out).
+    optimizer = new_optimizer(model, spec)
+    for step in range(20):
+        images, labels = batch_for_step(spec, recipe, step)
+        _train_step(model, optimizer, images, labels, spec, "fp32", torch.device("cpu"))
     assert target_error(model) < 0.5 * before
     # Held-out accuracy reads the class outputs only: target outputs that would win every
     # argmax change nothing.
@@ -161,67 +230,7 @@ def test_a_run_learns_its_extra_target_and_ships_a_headless_root(
     # Through the loop: a root without the head, the option on the card.
     result = pretrain(spec, tmp_path, steps=2, progress=False, eval_examples=16)
     assert not any(k.startswith("head.") for k in load_file(str(result.root_file)))
-    assert result.card["recipe"][option] == 2
-
-
-def test_the_gradient_histograms_see_which_way_an_edge_runs():
-    vertical = torch.zeros(1, 3, 8, 8)
-    vertical[..., 4:] = 1.0  # brighter to the right: the gradient points along x (0 degrees)
-    horizontal = vertical.transpose(2, 3)  # brighter below: along y (90 degrees)
-    # Nine bins of 20 degrees centred at 10, 30, ... 170: 0 degrees lies halfway between the
-    # first and the last, 90 at the centre of the fifth.
-    root_half = 0.5**0.5
-    assert torch.allclose(hog_target(vertical, 1)[0], _bins({0: root_half, 8: root_half}))
-    assert torch.allclose(hog_target(horizontal, 1)[0], _bins({4: 1.0}))
-    # A ramp brighter to the lower right (45 degrees: a quarter of the way from the bin at 30
-    # to the one at 50) and its mirror (135 degrees); the image's border, where the replicated
-    # edge halves one component, moves each value by < 0.03.
-    ramp = torch.arange(64.0)
-    shares = torch.tensor([0.25, 0.75]) / (0.25**2 + 0.75**2) ** 0.5
-    down_right = (ramp[None, :] + ramp[:, None]).expand(1, 3, 64, 64) / 64
-    assert torch.allclose(
-        hog_target(down_right, 1)[0], _bins({1: shares[0], 2: shares[1]}), atol=0.03
-    )
-    mirrored = down_right.flip(2)
-    assert torch.allclose(
-        hog_target(mirrored, 1)[0], _bins({7: shares[0], 6: shares[1]}), atol=0.03
-    )
-    # Per cell, on a 2 x 2 grid: the step of `vertical` lies between the left and right cells,
-    # so all four see it, in the same two bins. A flat image has no edges: every cell stays
-    # zero rather than dividing by nothing.
-    cells = hog_target(vertical, 2).view(9, 4)
-    assert torch.all(cells[1:8] == 0) and torch.allclose(cells[0], torch.full((4,), root_half))
-    assert torch.equal(hog_target(torch.ones(2, 3, 8, 8), 2), torch.zeros(2, 36))
-
-
-def _bins(values: dict[int, float]) -> torch.Tensor:
-    histogram = torch.zeros(9)
-    for index, value in values.items():
-        histogram[index] = value
-    return histogram
-
-
-def test_the_hog_loss_follows_the_thumbnail_in_the_head(tiny_spec):
-    spec = type(tiny_spec)(**{**tiny_spec.__dict__, "thumbnail": 2, "hog": 2})
-    assert spec.outputs == 5 + 12 + 36 and spec.arch().num_classes == 53
-    images = torch.rand(4, 3, 8, 8) * 2 - 1
-    labels = torch.tensor([0, 1, 4, 2])
-    logits = torch.randn(4, 53)
-    expected = (
-        F.cross_entropy(logits[:, :5], labels, label_smoothing=0.1)
-        + F.mse_loss(logits[:, 5:17], thumbnail_target(images, 2))
-        + F.mse_loss(logits[:, 17:], hog_target(images, 2))
-    )
-    assert torch.allclose(pretrain_loss(logits, images, labels, spec), expected)
-    hog_only = type(tiny_spec)(**{**tiny_spec.__dict__, "hog": 1})
-    assert torch.allclose(
-        pretrain_loss(logits[:, :14], images, labels, hog_only),
-        F.cross_entropy(logits[:, :5], labels, label_smoothing=0.1)
-        + F.mse_loss(logits[:, 5:14], hog_target(images, 1)),
-    )
-    for side in (-1, 9):
-        with pytest.raises(ValueError, match=f"hog {side}"):
-            type(tiny_spec)(**{**tiny_spec.__dict__, "hog": side}).validate()
+    assert result.card["recipe"]["thumbnail"] == 2
 
 
 def test_a_minutes_budget_becomes_a_recorded_step_count(tiny_spec, tmp_path):
@@ -245,8 +254,6 @@ def test_bad_budgets_are_refused(tiny_spec, tmp_path, kwargs, match):
 
 
 def test_a_mixed_recipe_run_resumes_to_the_same_weights_and_learns_all_parts(tmp_path):
-    from munet.pretrain.loop import PretrainSpec
-
     spec = PretrainSpec(
         preset="VitCpu", model="mu/4", num_layers=1, image_size=8,
         recipe="fractal_ex+contours_ex+noise", num_classes=9, batch_size=8,
@@ -276,12 +283,12 @@ def test_bf16_autocast_and_a_time_limit_leave_a_usable_checkpoint(tiny_spec, tmp
 
 
 def test_the_held_out_set_is_the_same_kept_or_rendered_again(tiny_spec, monkeypatch):
-    from munet.pretrain import spec as spec_module
+    from munet.pretrain import stream as stream_module
 
     recipe = tiny_spec.make_recipe()
     device = torch.device("cpu")
     kept = HeldOut(tiny_spec, recipe, device, n=300)  # two chunks, the second short
-    monkeypatch.setattr(spec_module, "HELD_OUT_CACHE_BYTES", 0)
+    monkeypatch.setattr(stream_module, "HELD_OUT_CACHE_BYTES", 0)
     rendered = HeldOut(tiny_spec, recipe, device, n=300)
     assert kept._kept is not None and rendered._kept is None
     for held_out in (kept, rendered):  # the same images every call
