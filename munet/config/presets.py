@@ -224,6 +224,32 @@ def vit_cpu() -> AgentConfig:
     return config
 
 
+def vit_cpu_hybrid() -> AgentConfig:
+    """``VitCpuHybrid``: ``VitCpu``'s agent on a hybrid ViT with munet's AdamW.
+
+    The model is ``R2+mu/8`` (munet.models.arch): ``mu/4``'s transformer on a small ResNet-v2
+    stem (vit_jax's hybrid R+ViT family: weight-standardised convolutions with group norm, so
+    a frozen stem is shared between tasks like an encoder block), image stride 8, on 16-48 px
+    images (default 32). It trains with AdamW (``opt_optimizer="adamw"``, lr 0.002, decoupled
+    weight decay 0.05) instead of the seed's SGD. Everything else (path shape, budgets,
+    population, scorer) is ``VitCpu``'s. How it compares: docs/results.md.
+
+    Run::
+
+        munet root --agent VitCpuHybrid --state-dir state/hybrid
+        munet run --agent VitCpuHybrid --task digits --cycles 2 --state-dir state/hybrid
+    """
+    config = vit_cpu()
+    config.name = "VitCpuHybrid"
+    config.model = "R2+mu/8"
+    config.hparams_defaults.update(
+        {"ds_image_size": 32, "opt_optimizer": "adamw", "opt_lr": 0.002, "opt_weight_decay": 0.05}
+    )
+    config.hparams_mutation_ranges["ds_image_size"] = [16, 24, 32, 40, 48]
+    config.hparams_mutation_ranges["opt_weight_decay"] = [0.0, 0.01, 0.02, 0.05, 0.1, 0.2]
+    return config
+
+
 # Hparams every multipath config defines (the seed's `set_multivit_common_config`).
 
 
@@ -272,6 +298,21 @@ def multi_vit_ti3() -> AgentConfig:
     return multipath_config(vit_ti3())
 
 
+def multi_vit_cpu_hybrid() -> AgentConfig:
+    """``MultiVitCpuHybrid``: multipath agent over ``VitCpuHybrid`` paths.
+
+    Its router and connectors train with the seed's SGD at ``VitCpu``'s lr: the router's
+    ``router_lr_mult`` scales its gradient, which Adam's normalisation would cancel.
+    """
+    config = multipath_config(vit_cpu_hybrid())
+    config.hparams_defaults.update(
+        {"opt_optimizer": "sgd", "opt_lr": vit_cpu().hparams_defaults["opt_lr"]}
+    )
+    del config.hparams_defaults["opt_weight_decay"]
+    del config.hparams_mutation_ranges["opt_weight_decay"]
+    return config
+
+
 def multi_vit_cpu() -> AgentConfig:
     """``MultiVitCpu``: multipath agent over ``VitCpu`` paths, for CPU runs (demo, tests).
 
@@ -302,10 +343,12 @@ PRESETS: dict[str, Callable[[], AgentConfig]] = {
     "VitB": vit_base,
     "VitT3": vit_ti3,
     "VitCpu": vit_cpu,
+    "VitCpuHybrid": vit_cpu_hybrid,
     "MultiVit": multi_vit_large,
     "MultiVitB": multi_vit_base,
     "MultiVitT3": multi_vit_ti3,
     "MultiVitCpu": multi_vit_cpu,
+    "MultiVitCpuHybrid": multi_vit_cpu_hybrid,
 }
 
 

@@ -149,6 +149,14 @@ _SIZES: dict[str, VitSize] = {
     "R26+S/32": VitSize(384, 12, 6, 1536, patch_size=1, stem=StemArch(64, stages=(2, 2, 2, 2))),
     "R50+B/16": VitSize(768, 12, 12, 3072, patch_size=1, stem=StemArch(64, stages=(3, 4, 9))),
     "R50+L/32": VitSize(1024, 24, 16, 4096, patch_size=1, stem=StemArch(64, stages=(3, 4, 6, 3))),
+    # munet's CPU hybrid (the VitCpuHybrid preset): mu/4's transformer (4 blocks of width 64)
+    # on a small ResNet-v2 stem: a 3 x 3 stride-2 root of 16 channels (no pool), then two
+    # stages of one bottleneck unit (64 and 128 channels, the second at stride 2), and 2 x 2
+    # patches over the 128-channel map: image stride 8, so 32 px images give 4 x 4 tokens.
+    "R2+mu/8": VitSize(
+        64, 4, 2, 256, patch_size=2,
+        stem=StemArch(16, stages=(1, 1), root_kernel=3, root_stride=2, root_pool=False, groups=8),
+    ),  # fmt: skip
 }
 
 
