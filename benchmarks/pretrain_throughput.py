@@ -19,7 +19,7 @@ Precision: the preset's (``bf16`` autocast on CUDA, VitCpu's ``fp32`` on a CPU) 
 ``--precision``. Rounds alternate the two loops; figures are medians. Prints ``ratio:``
 munet / plain images/s (goal >= 0.9).
 
-    python benchmarks/pretrain_throughput.py --agent VitCpu --recipe fractal_ex+contours_ex+noise
+    python benchmarks/pretrain_throughput.py --agent VitCpu --classes 100 --instances 3
     python benchmarks/pretrain_throughput.py --agent VitT3 --device cuda --steps 200
     python benchmarks/pretrain_throughput.py --quick                 # tiny CPU smoke run
 """
@@ -51,7 +51,7 @@ from munet.training.precision import resolve_precision  # noqa: E402
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--agent", default="VitCpu")
-    parser.add_argument("--recipe", default="fractal_ex+contours_ex+noise")
+    parser.add_argument("--recipe", default="fractal")
     parser.add_argument("--classes", type=int, default=1000)
     parser.add_argument("--instances", type=int, default=1, help="instances per image, up to")
     parser.add_argument("--image-size", type=int, help="default: the preset's")

@@ -36,7 +36,6 @@ mkdir -p "$OUT" "$WORK"
 LOG="$OUT/log.txt"
 PYTHON="${PYTHON:-python3}"
 export PYTHONPATH="$ROOT_DIR${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-MIX="fractal_ex+contours_ex+noise"
 
 if [ "${DRY:-0}" = "1" ]; then
   DEVICE="${DEVICE:-cpu}"

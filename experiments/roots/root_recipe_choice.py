@@ -1,7 +1,8 @@
 """Which pretraining recipe, class count and image size make the best root? Chosen on validation.
 
-Each candidate ``RECIPE:CLASSES:SIZE[:INSTANCES]`` (e.g. ``fractal_ex+contours_ex+noise:1000:24``,
-``fractal:100:24:3`` for up to 3 instances per image) is
+Each candidate ``RECIPE:CLASSES:SIZE[:INSTANCES]`` (e.g. ``fractal:1000:24``, ``fractal:100:24:3``
+for up to 3 instances per image; the recipes it chose between when the log's runs were made,
+``fractal_ex``, ``contours``, ``noise`` and their ``+`` mixes, left munet pretrain since) is
 pretrained with ``munet pretrain``'s loop for the same short budget (``--steps``), then
 scored on every evaluation task (``digits``, ``synth/*`` and the 1k suite's ``1k/...`` where
 munet.tasks.suite exists) by a linear probe of the frozen root and a short fine-tune
@@ -44,15 +45,11 @@ from root_eval import evaluation_tasks, measure_root  # noqa: E402
 from munet.config import get_preset  # noqa: E402
 from munet.pretrain.loop import PretrainSpec, pretrain  # noqa: E402
 
-MIX = "fractal_ex+contours_ex+noise"
 DEFAULT_CANDIDATES = [
-    "fractal:100:16",  # today's recipe, as a reference at the same budget
-    f"{MIX}:1000:16",
-    f"{MIX}:1000:24",
-    f"{MIX}:1000:32",
-    f"{MIX}:300:16",
-    "fractal_ex+noise:1000:16",
-    "fractal_ex+contours_ex:1000:16",
+    "fractal:100:24:3",  # the shipped VitCpu root's recipe, as a reference at the same budget
+    "fractal:1000:24:3",
+    "fractal:100:32:3",
+    "fractal:100:24",
 ]
 
 
@@ -62,7 +59,7 @@ def parse_candidate(text: str) -> tuple[str, int, int, int]:
     parts = text.split(":")
     if len(parts) not in (3, 4) or not all(part.isdigit() for part in parts[1:]):
         raise SystemExit(
-            f"candidate {text!r}: expected RECIPE:CLASSES:SIZE[:INSTANCES], e.g. {MIX}:1000:16"
+            f"candidate {text!r}: expected RECIPE:CLASSES:SIZE[:INSTANCES], e.g. fractal:100:24:3"
         )
     instances = int(parts[3]) if len(parts) == 4 else 1
     return parts[0], int(parts[1]), int(parts[2]), instances
@@ -97,7 +94,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.quick:
         args.candidates = args.candidates if argv and "--candidates" in argv else [
-            "fractal:4:8", f"{MIX}:6:8"]  # fmt: skip
+            "fractal:4:8", "fractal:6:8:2"]  # fmt: skip
         args.steps, args.batch_size, args.finetune_steps = 4, 8, 2
         args.max_train, args.max_eval = 32, 32
         args.tasks = args.tasks or ["synth/color"]
@@ -187,13 +184,15 @@ def main(argv: list[str] | None = None) -> dict:
         pretrained[done["candidate"]] = done
         print(f"pretrained {done['candidate']}: {done['steps']} steps, {done['seconds']:.0f} s, "
               f"held-out {done['pretrain_accuracy']:.3f}", flush=True)  # fmt: skip
-    sizes = sorted({parse_candidate(c)[2] for c in args.candidates})
+    size_of = {c: parse_candidate(c)[2] for c in args.candidates}
     roots = {c: pretrained[c]["root"] for c in args.candidates}
-    roots.update({f"random_init:{size}": None for size in sizes})
+    for size in sorted(set(size_of.values())):
+        roots[f"random_init:{size}"] = None
+        size_of[f"random_init:{size}"] = size
     measure = [
         {"label": label, "root": root, "task": task, "model": preset.model,
          "num_layers": int(preset.hparams_defaults["num_layers"]),
-         "size": int(label.rsplit(":", 1)[1]), "finetune_steps": args.finetune_steps,
+         "size": size_of[label], "finetune_steps": args.finetune_steps,
          "device": args.device, "max_train": args.max_train, "max_eval": args.max_eval,
          "threads": threads}
         for label, root in roots.items() for task in args.tasks

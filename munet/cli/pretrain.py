@@ -6,8 +6,7 @@
 
 Rerunning the same command resumes from the last checkpoint in --out (also after kill -9);
 a second process on the same --out exits 3 (the work dir is locked while a run holds it).
-Recipes: fractal, fractal_ex, contours, contours_ex, noise, or a mix joined by '+'
-(docs/pretrain.md).
+Recipe: fractal, FractalDB's iterated function systems (docs/pretrain.md).
 """
 
 from __future__ import annotations
@@ -89,11 +88,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 # The options that set a PretrainSpec field, as (flag, field, help); the default is the
 # field's own. A new spec field needs one row here and its type in SPEC_TYPES.
 SPEC_OPTIONS = (
-    ("--recipe", "recipe", "fractal (default), fractal_ex, contours, contours_ex, noise, or a "
-     "mix joined by '+' (fractal_ex+contours_ex+noise); docs/pretrain.md"),
+    ("--recipe", "recipe", "the image recipe: fractal (the default and only one: FractalDB's "
+     "iterated function systems; docs/pretrain.md)"),
     ("--classes", "num_classes", "pretraining classes (100)"),
     ("--instances", "instances", "up to this many instances of the class per image, 1..K at "
-     "random (fractal and contour recipes; 1: one figure, the default)"),
+     "random (1: one figure, the default)"),
     ("--thumbnail", "thumbnail", "also regress a SIDE x SIDE colour thumbnail of each image "
      "from the class token, so the features keep colour and layout (0: off, the default; "
      "docs/pretrain.md)"),

@@ -1,9 +1,10 @@
 """munet.pretrain: roots that know something, pretrained offline on procedural images.
 
-- :mod:`munet.pretrain.generators`: formula-driven image classes (``fractal``, ``fractal_ex``,
-  ``contours``, ``contours_ex``, ``noise``, and ``+`` mixes of them; one module per family in
-  :mod:`munet.pretrain.recipes`), rendered in batches on the fly on the training device,
-  disjoint from every evaluation task.
+- :mod:`munet.pretrain.generators`: formula-driven image classes (``fractal``: FractalDB's
+  iterated function systems, one module per recipe in :mod:`munet.pretrain.recipes`),
+  rendered in batches on the fly on the training device, disjoint from every evaluation task.
+- :mod:`munet.pretrain.objectives`: what the head is asked (the class, a colour thumbnail),
+  one module per objective.
 - :mod:`munet.pretrain.loop`: :func:`pretrain` (resumable, locked, deterministic for a seed)
   writes a headless root (safetensors, munet component names) and its card
   (:mod:`munet.pretrain.card`); :mod:`munet.pretrain.spec` holds what decides the weights.

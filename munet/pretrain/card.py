@@ -3,7 +3,7 @@
 The card (JSON, next to ``root.safetensors``; shipped roots as ``roots/<PRESET>.json``):
 
 - ``preset``, ``recipe`` (every setting of :class:`munet.pretrain.loop.PretrainSpec`),
-  ``recipes`` (per recipe of the mix: its name and class count), ``steps``, ``planned_steps``,
+  ``recipes`` (the recipe's name and class count), ``steps``, ``planned_steps``,
   ``seed``, ``seconds`` (training wall time over all sessions), ``device``, ``precision``,
   ``render`` (where the batches were rendered: ``thread`` or ``process``), ``threads``,
   ``load_average`` (at the end), ``dtype``, ``file``, ``sha256``,
@@ -84,11 +84,10 @@ def make_card(
     """The card of a root (the keys are listed in the module docstring)."""
     history = meta.get("history", [])
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    recipe = spec.make_recipe()
     return {
         "preset": spec.preset,
         "recipe": dataclasses.asdict(spec),
-        "recipes": [{"recipe": kind, "classes": count} for kind, _, count, _ in recipe.parts],
+        "recipes": [{"recipe": spec.recipe, "classes": spec.num_classes}],
         "steps": meta["step"],
         "planned_steps": meta["total_steps"],
         "seed": spec.seed,

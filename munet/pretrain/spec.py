@@ -82,9 +82,9 @@ class PretrainSpec:
     def validate(self) -> PretrainSpec:
         """Raises ValueError naming the first bad field."""
         from munet.models import VitArch
-        from munet.pretrain.generators import recipe_kinds
+        from munet.pretrain.generators import check_recipe
 
-        recipe_kinds(self.recipe)  # raises naming an unknown recipe
+        check_recipe(self.recipe)  # raises naming an unknown recipe
         for name in ("num_layers", "image_size", "num_classes", "batch_size", "instances"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} {getattr(self, name)!r}: expected a positive integer")
@@ -93,11 +93,8 @@ class PretrainSpec:
                 f"thumbnail {self.thumbnail!r}: expected 0 (off) or a side of 1 to the image "
                 f"size {self.image_size}"
             )
-        if self.num_classes < 2 * len(recipe_kinds(self.recipe)):
-            raise ValueError(
-                f"num_classes {self.num_classes!r}: expected at least 2 per recipe of "
-                f"{self.recipe!r}"
-            )
+        if self.num_classes < 2:
+            raise ValueError(f"num_classes {self.num_classes!r}: expected at least 2")
         if not 0 <= self.label_smoothing < 1:
             raise ValueError(
                 f"label_smoothing {self.label_smoothing!r}: expected 0 (off) up to below 1"

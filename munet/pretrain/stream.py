@@ -22,16 +22,12 @@ def step_seed(seed: int, step: int, stream: str = "train") -> int:
     return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
 
 
-def _recipe_device(recipe: Recipe) -> torch.device:
-    return next(iter(recipe.parts[0][3].values())).device
-
-
 def batch_for_step(
     spec: PretrainSpec, recipe: Recipe, step: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The training batch of ``step`` (a pure function of spec and step, for one device
     kind), rendered on the device ``recipe`` lives on."""
-    g = torch.Generator(device=_recipe_device(recipe)).manual_seed(step_seed(spec.seed, step))
+    g = torch.Generator(device=recipe.device).manual_seed(step_seed(spec.seed, step))
     return sample_batch(recipe, spec.batch_size, spec.image_size, g)
 
 

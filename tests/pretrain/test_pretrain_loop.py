@@ -253,23 +253,6 @@ def test_bad_budgets_are_refused(tiny_spec, tmp_path, kwargs, match):
         pretrain(tiny_spec, tmp_path, progress=False, **kwargs)
 
 
-def test_a_mixed_recipe_run_resumes_to_the_same_weights_and_learns_all_parts(tmp_path):
-    spec = PretrainSpec(
-        preset="VitCpu", model="mu/4", num_layers=1, image_size=8,
-        recipe="fractal_ex+contours_ex+noise", num_classes=9, batch_size=8,
-    )  # fmt: skip
-    kwargs = {"steps": 6, "checkpoint_every": 4, "progress": False, "eval_examples": 16}
-    straight = pretrain(spec, tmp_path / "a", **kwargs)
-    pretrain(spec, tmp_path / "b", stop_at=3, **kwargs)
-    resumed = pretrain(spec, tmp_path / "b", **kwargs)
-    assert straight.card["sha256"] == resumed.card["sha256"]
-    assert [p["recipe"] for p in straight.card["recipes"]] == ["fractal_ex", "contours_ex", "noise"]
-    # The batches of a mixed run draw classes of every part.
-    recipe = make_recipe(spec.recipe, spec.num_classes, spec.seed)
-    labels = torch.cat([batch_for_step(spec, recipe, s)[1] for s in range(20)])
-    assert set(labels.tolist()) == set(range(9))
-
-
 def test_bf16_autocast_and_a_time_limit_leave_a_usable_checkpoint(tiny_spec, tmp_path):
     result = pretrain(tiny_spec, tmp_path, steps=1000, checkpoint_every=500, progress=False,
                       eval_examples=8, precision="bf16", max_seconds=0.5)  # fmt: skip

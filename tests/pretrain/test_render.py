@@ -19,8 +19,8 @@ CPU = torch.device("cpu")
 
 @pytest.mark.parametrize("render", ["thread", "process"])
 def test_every_source_gives_the_batches_of_batch_for_step(tiny_spec, render):
-    spec = dataclasses.replace(tiny_spec, recipe="fractal_ex+contours_ex+noise", num_classes=9)
-    recipe = make_recipe(spec.recipe, spec.num_classes, spec.seed)
+    spec = dataclasses.replace(tiny_spec, instances=3, num_classes=9)
+    recipe = spec.make_recipe()
     with batch_source(render, spec, recipe, CPU, first_step=5) as batches:
         for step in range(5, 12):  # More steps than the process's ring has slots.
             images, labels = batches.batch(step)

@@ -1,29 +1,23 @@
-"""Iterated-function-system fractals: ``fractal`` (FractalDB) and ``fractal_ex`` (flames).
+"""``fractal``: iterated-function-system fractals (FractalDB, Kataoka et al. 2020).
 
-- ``fractal`` (FractalDB, Kataoka et al. 2020): each class is one random iterated function
-  system (2-4 contractive affine maps of the plane, picked with probability proportional to
-  their determinant). An image is the attractor, found by iterating many points in parallel
-  (the "chaos game") and splatting them into a density histogram, under a random per-image
-  zoom, shift and flip, in a random foreground colour on a random background colour.
-- ``fractal_ex`` (harder: more formula parameters per class, as the ExFractalDB / fractal-flame
-  line of work): 2-8 affine maps, and per map a blend of four non-linear "variations" (linear,
-  sinusoidal, swirl, horseshoe; Draves' fractal flames) applied after the affine part. Each
-  variation maps a point to one no farther from the origin, and the blend weights sum to 1, so
-  the attractor stays bounded. A class is 8 x (6 + 4) numbers instead of 4 x 6.
+Each class is one random iterated function system (2-4 contractive affine maps of the plane,
+picked with probability proportional to their determinant). An image is the attractor, found
+by iterating many points in parallel (the "chaos game") and splatting them into a density
+histogram, under a random per-image zoom, shift and flip (the generator colours it: a random
+foreground colour on a random background colour).
 """
 
 from __future__ import annotations
 
 import torch
 
-from munet.pretrain.recipes.common import colourise, splat
+from munet.pretrain.recipes.common import splat
 
 # Iterations before a point lies on the attractor (each affine part contracts by <= 0.8, so
 # after 12 steps any start is within 0.8**12 ~ 0.07 of it), then iterations whose points are
 # drawn.
 _BURN_IN = 12
 _DRAWN = 8
-_VARIATIONS = 4
 
 
 def _affine_maps(num_classes: int, g: torch.Generator, min_maps: int, max_maps: int) -> dict:
@@ -46,38 +40,6 @@ def _affine_maps(num_classes: int, g: torch.Generator, min_maps: int, max_maps: 
 def classes(num_classes: int, g: torch.Generator) -> dict:
     """``fractal``: ``maps`` (C, 4, 2, 3) affine maps [A | b] and ``probs`` (C, 4)."""
     return _affine_maps(num_classes, g, 2, 4)
-
-
-def classes_ex(num_classes: int, g: torch.Generator) -> dict:
-    """``fractal_ex``: 2-8 maps (``maps`` (C, 8, 2, 3), ``probs``) and per map a variation
-    blend ``variations`` (C, 8, 4), rows summing to 1."""
-    params = _affine_maps(num_classes, g, 2, 8)
-    # Dirichlet(0.5)-like blends via normalised -log(u)**2: most maps lean on one variation.
-    raw = (-torch.log(torch.rand(num_classes, 8, _VARIATIONS, generator=g).clamp_min(1e-6))) ** 2
-    params["variations"] = raw / raw.sum(dim=-1, keepdim=True)
-    return params
-
-
-def _vary(
-    x: torch.Tensor, y: torch.Tensor, weights: list[torch.Tensor]
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Blend of the four radius-non-increasing variations; x, y and the four weights (B, P)."""
-    r2 = x * x + y * y
-    r = torch.sqrt(r2).clamp_min(1e-6)
-    sin_r2, cos_r2 = torch.sin(r2), torch.cos(r2)
-    out_x = (
-        weights[0] * x
-        + weights[1] * torch.sin(x)
-        + weights[2] * (x * sin_r2 - y * cos_r2)
-        + weights[3] * (x - y) * (x + y) / r
-    )
-    out_y = (
-        weights[0] * y
-        + weights[1] * torch.sin(y)
-        + weights[2] * (x * cos_r2 + y * sin_r2)
-        + weights[3] * 2 * x * y / r
-    )
-    return out_x, out_y
 
 
 def _columns(table: torch.Tensor) -> list[torch.Tensor]:
@@ -103,15 +65,13 @@ def _chaos_game(params: dict, labels: torch.Tensor, image_size: int, g: torch.Ge
     # Each number of the maps as its own dense column, indexed by (image, map): the points'
     # arithmetic below then runs on dense (B, P) tensors (it is most of a batch's rendering).
     map_columns = _columns(maps)
-    variations = params.get("variations")
-    weight_columns = _columns(variations[labels]) if variations is not None else None
     first_row = torch.arange(batch, device=device)[:, None] * (last + 1)  # (B, 1)
     xy = torch.rand(batch, chains, 2, generator=g, device=device) * 2 - 1
     x, y = xy[..., 0], xy[..., 1]
     drawn_x, drawn_y = [], []
     for step in range(_BURN_IN + _DRAWN):
         # Inverse-CDF draw of one map per point: the number of cumulative probabilities
-        # below u, counted one map at a time (M <= 8 dense compares beat torch.multinomial
+        # below u, counted one map at a time (M <= 4 dense compares beat torch.multinomial
         # per row and torch.searchsorted on a CPU).
         u = torch.rand(batch, chains, generator=g, device=device)
         choice = torch.zeros(batch, chains, dtype=torch.long, device=device)
@@ -120,18 +80,10 @@ def _chaos_game(params: dict, labels: torch.Tensor, image_size: int, g: torch.Ge
         rows = choice.clamp_max(last) + first_row  # (B, P)
         a, b, tx, c, d, ty = _pick(map_columns, rows)
         x, y = a * x + b * y + tx, c * x + d * y + ty
-        if weight_columns is not None:
-            x, y = _vary(x, y, _pick(weight_columns, rows))
         if step >= _BURN_IN:
             drawn_x.append(x)
             drawn_y.append(y)
     return torch.cat(drawn_x, dim=1), torch.cat(drawn_y, dim=1)
-
-
-def render(params: dict, labels: torch.Tensor, image_size: int, g: torch.Generator,
-           points: int | None = None) -> torch.Tensor:  # fmt: skip
-    """Images (B, 3, S, S) in [-1, 1] of the labelled classes' attractors."""
-    return colourise(density(params, labels, image_size, g, points), g)
 
 
 def density(params: dict, labels: torch.Tensor, image_size: int, g: torch.Generator,
