@@ -18,10 +18,16 @@ import sys
 DEFAULT_STATE_DIR = "state"
 
 
-AGENT_HELP = (
-    "agent preset: Vit, VitB, VitT3, VitCpu; multipath: MultiVit, MultiVitB, MultiVitT3, "
-    "MultiVitCpu"
-)
+def _agent_help() -> str:
+    # The preset table imports no torch, so --help stays fast.
+    from munet.config.presets import PRESETS
+
+    singlepath = [name for name in PRESETS if not name.startswith("Multi")]
+    multipath = [name for name in PRESETS if name.startswith("Multi")]
+    return f"agent preset: {', '.join(singlepath)}; multipath: {', '.join(multipath)}"
+
+
+AGENT_HELP = _agent_help()
 
 
 def _add_common(parser: argparse.ArgumentParser, state_default: str = DEFAULT_STATE_DIR) -> None:
