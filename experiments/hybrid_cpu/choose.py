@@ -45,6 +45,11 @@ CANDIDATES = {
 }  # fmt: skip
 
 
+def root_tag(root: str | None) -> str:
+    """How a result's file name says which root it started from."""
+    return "default" if root is None else "random" if root == "random_init" else "file"
+
+
 def munet(*argv: str) -> str:
     done = subprocess.run(
         [sys.executable, str(HERE / "munet_sizes.py"), *argv], capture_output=True, text=True
@@ -63,12 +68,14 @@ def accuracy(export: Path, folder: Path) -> float:
 def run(name: str, seed: int, work: Path, agent: str, root: str | None) -> dict:
     train = write_folder(work / "data" / f"train{seed}", 300, seed=seed)
     choice = write_folder(work / "data" / f"choice{seed}", 100, seed=seed + 20_000)
-    tag = f"{agent}_{name}_{'file' if root else 'default'}_s{seed}"
+    tag = f"{agent}_{name}_{root_tag(root)}_s{seed}"
     state, export = work / tag / "state", work / tag / "export"
     overrides = [f"seed={seed}", *CANDIDATES[name]]
     sets = [a for item in overrides for a in ("--set", item)]
     # A root file (a munet pretrain run's root.safetensors) is the root checkpoint.
     root_args = ["--root", "checkpoint", "--set", f"checkpoint_path={root}"] if root else []
+    if root == "random_init":
+        root_args = ["--root", "random_init"]
     start = time.perf_counter()
     munet("root", "--agent", agent, "-d", str(state), *sets, *root_args, "-q")
     munet("run", "--agent", agent, "--task", "shapes", "--data", f"folder:{train}",
@@ -94,14 +101,18 @@ def main() -> None:
     parser.add_argument("names", nargs="+", choices=list(CANDIDATES))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--agent", default="VitCpu")
-    parser.add_argument("--root", default=None, help="a root file (default: the preset's root)")
+    parser.add_argument(
+        "--root",
+        default=None,
+        help="random_init, or a root file (default: the preset's default root)",
+    )
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--work", type=Path, default=Path("/tmp/munet-hybrid-choice"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     for seed in args.seeds:
         for name in args.names:
-            tag = f"{args.agent}_{name}_{'file' if args.root else 'default'}_s{seed}"
+            tag = f"{args.agent}_{name}_{root_tag(args.root)}_s{seed}"
             target = args.out / f"{tag}.json"
             if target.exists():
                 continue
