@@ -82,6 +82,8 @@ class _MadeOnFirstRead(Mapping[str, tuple[str, ...]]):
 # training from scratch.
 AGENT_OVERRIDES: Mapping[str, tuple[str, ...]] = _MadeOnFirstRead({
     PRESET: lambda: (),
+    # VitCpu's path shape by construction (munet.config.presets.vit_cpu_hybrid).
+    "VitCpuHybrid": lambda: (),
     "VitT3": lambda: (
         *_path_shape(),
         "scorer.base_accounted_params=14400000",
