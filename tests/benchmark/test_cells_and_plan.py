@@ -141,7 +141,7 @@ def test_a_settings_file_from_before_the_system_budget_resumes_at_budget_one(tmp
         ({"system_budget": 0}, "--system-budget 0"),
         ({"system_budget": 1.5}, "--system-budget 1.5"),
         ({"preset": "VitT"}, "--agent 'VitT' \\(did you mean VitT3"),
-        ({"preset": "VitB"}, "--agent 'VitB'.*expected one of VitCpu, VitT3"),
+        ({"preset": "VitB"}, "--agent 'VitB'.*expected one of VitCpu, VitCpuHybrid, VitT3"),
     ],
 )
 def test_make_settings_refuses_bad_requests(kwargs, match):
