@@ -16,6 +16,7 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -107,7 +108,9 @@ def main() -> None:
         help="random_init, or a root file (default: the preset's default root)",
     )
     parser.add_argument("--out", type=Path, default=HERE / "results")
-    parser.add_argument("--work", type=Path, default=Path("/tmp/munet-hybrid-choice"))
+    parser.add_argument(
+        "--work", type=Path, default=Path(tempfile.gettempdir()) / "munet-hybrid-choice"
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     for seed in args.seeds:
