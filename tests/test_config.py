@@ -297,3 +297,16 @@ def test_preset_precision_and_thread_policies():
 def test_an_image_size_off_the_models_stride_is_refused_at_config_time():
     with pytest.raises(ConfigError, match=r"ds_image_size=10: expected a multiple of 4"):
         apply_overrides(get_preset("VitCpu"), ["hparams_mutation_ranges.ds_image_size=[10, 24]"])
+
+
+@pytest.mark.parametrize("name", ["VitRTi", "VitR26S", "VitR50L"])
+def test_the_published_hybrid_presets_name_their_registered_augreg_checkpoint(name):
+    from munet.models.arch import VitArch
+    from munet.models.registry import checkpoint_spec
+
+    config, spec = get_preset(name), checkpoint_spec(name)
+    assert config.model == spec.size and spec.filename == config.augreg_checkpoint + ".npz"
+    assert config.hparams_defaults["num_layers"] == spec.num_layers
+    stride = VitArch.from_size(config.model).stride
+    assert all(size % stride == 0 for size in config.hparams_mutation_ranges["ds_image_size"])
+    assert get_preset(f"Multi{name}").singlepath_agent == name

@@ -164,6 +164,51 @@ def vit_ti3() -> AgentConfig:
     )
 
 
+def _hybrid_preset(name: str, model: str, checkpoint: str, depth: int, batch: int) -> AgentConfig:
+    """A singlepath agent on one of vit_jax's published hybrid R+ViT models (augreg i21k
+    checkpoint ``checkpoint``), at the published 224 px and VitB's search space otherwise:
+    full depth (plus one block), image sizes the hybrids' stride 32 divides."""
+    return _common_vit_config(
+        name=name,
+        model=model,
+        augreg_checkpoint=checkpoint,
+        batch_size=batch,
+        precision="auto",
+        extra_defaults={"num_layers": depth, "ds_image_size": 224},
+        extra_ranges={"num_layers": list(range(depth + 2)), "ds_image_size": [160, 192, 224]},
+    )
+
+
+def vit_r_ti() -> AgentConfig:
+    """``VitRTi``: singlepath agent on the hybrid R+Ti/16 root (a ResNet-v2 root stem before
+    Ti/16's transformer, image stride 32; augreg i21k), 224 px. Run as ``VitB``, with its
+    checkpoint::
+
+        munet checkpoint fetch VitRTi --dest ckpt
+        munet root --agent VitRTi --root checkpoint --set checkpoint_path=ckpt/R_Ti_16-...npz
+    """
+    return _hybrid_preset(
+        "VitRTi", "R+Ti/16", "R_Ti_16-i21k-300ep-lr_0.001-aug_none-wd_0.03-do_0.0-sd_0.0", 12, 256
+    )
+
+
+def vit_r26_s() -> AgentConfig:
+    """``VitR26S``: singlepath agent on the hybrid R26+S/32 root (augreg i21k), 224 px."""
+    return _hybrid_preset(
+        "VitR26S", "R26+S/32", "R26_S_32-i21k-300ep-lr_0.001-aug_light1-wd_0.1-do_0.0-sd_0.0",
+        12, 256,
+    )  # fmt: skip
+
+
+def vit_r50_l() -> AgentConfig:
+    """``VitR50L``: singlepath agent on the hybrid R50+L/32 root (augreg i21k), 224 px; sized
+    for accelerators like ``Vit``."""
+    return _hybrid_preset(
+        "VitR50L", "R50+L/32", "R50_L_32-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.1-sd_0.1",
+        24, 16,
+    )  # fmt: skip
+
+
 def vit_cpu() -> AgentConfig:
     """``VitCpu``: a tiny ViT for quick runs on a laptop CPU (the demo and the tests).
 
@@ -344,11 +389,17 @@ PRESETS: dict[str, Callable[[], AgentConfig]] = {
     "VitT3": vit_ti3,
     "VitCpu": vit_cpu,
     "VitCpuHybrid": vit_cpu_hybrid,
+    "VitRTi": vit_r_ti,
+    "VitR26S": vit_r26_s,
+    "VitR50L": vit_r50_l,
     "MultiVit": multi_vit_large,
     "MultiVitB": multi_vit_base,
     "MultiVitT3": multi_vit_ti3,
     "MultiVitCpu": multi_vit_cpu,
     "MultiVitCpuHybrid": multi_vit_cpu_hybrid,
+    "MultiVitRTi": lambda: multipath_config(vit_r_ti()),
+    "MultiVitR26S": lambda: multipath_config(vit_r26_s()),
+    "MultiVitR50L": lambda: multipath_config(vit_r50_l()),
 }
 
 

@@ -30,13 +30,12 @@ class CheckpointSpec:
     """A registered pretrained checkpoint.
 
     Attributes:
-        name: the preset it serves ("Vit", "VitB", "VitT3"), or for a checkpoint no preset
-            uses, the model's name in augreg file names ("R_Ti_16", "R26_S_32", "R50_L_32").
+        name: the preset it serves ("Vit", "VitB", "VitT3"; the hybrids' "VitRTi", "VitR26S",
+            "VitR50L").
         size: the ViT size name of the file ("L/16", "R+Ti/16", ...).
         filename: the file's name in the augreg bucket.
         query: the augreg index query that selects this file (the seed's, for a preset).
-        num_layers: encoder blocks the preset uses (VitT3 caps Ti/16 to 3); the size's depth
-            where no preset uses the file.
+        num_layers: encoder blocks the preset uses (VitT3 caps Ti/16 to 3).
         image_size: the preset's default image size (ds_image_size); the pretraining
             resolution (224) where no preset uses the file.
         num_classes: classes of the head stored in the file (ImageNet-21k).
@@ -89,7 +88,7 @@ _CHECKPOINTS = {
         ),
         # The hybrids (vit_jax's R+ViT: a ResNet-v2 stem before the patch embedding).
         CheckpointSpec(
-            name="R_Ti_16",
+            name="VitRTi",
             size="R+Ti/16",
             filename="R_Ti_16-i21k-300ep-lr_0.001-aug_none-wd_0.03-do_0.0-sd_0.0.npz",
             query='name=="R+Ti/16" and ds=="i21k" and aug=="none" and wd==0.03 and sd==0.0',
@@ -97,7 +96,7 @@ _CHECKPOINTS = {
             image_size=224,
         ),
         CheckpointSpec(
-            name="R26_S_32",
+            name="VitR26S",
             size="R26+S/32",
             filename="R26_S_32-i21k-300ep-lr_0.001-aug_light1-wd_0.1-do_0.0-sd_0.0.npz",
             query='name=="R26+S/32" and ds=="i21k" and aug=="light1" and wd==0.1 and sd==0.0',
@@ -105,7 +104,7 @@ _CHECKPOINTS = {
             image_size=224,
         ),
         CheckpointSpec(
-            name="R50_L_32",
+            name="VitR50L",
             size="R50+L/32",
             filename="R50_L_32-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.1-sd_0.1.npz",
             query='name=="R50+L/32" and ds=="i21k" and aug=="medium1" and wd==0.1 and sd==0.1',

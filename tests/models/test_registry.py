@@ -14,7 +14,7 @@ from munet.models.registry import (
 
 def test_registry_holds_the_seed_presets():
     specs = checkpoint_specs()
-    assert set(specs) == {"Vit", "VitB", "VitT3", "R_Ti_16", "R26_S_32", "R50_L_32"}
+    assert set(specs) == {"Vit", "VitB", "VitT3", "VitRTi", "VitR26S", "VitR50L"}
     assert specs["VitB"].url == (
         "https://storage.googleapis.com/vit_models/augreg/"
         "B_16-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.0-sd_0.0.npz"
@@ -29,20 +29,20 @@ def test_registry_holds_the_seed_presets():
         80,
         32,
     )
-    with pytest.raises(KeyError, match="unknown checkpoint 'VitX'; known: Vit, VitB, VitT3, R_Ti"):
+    with pytest.raises(KeyError, match="unknown checkpoint 'VitX'; known: Vit, VitB, VitT3, VitRTi"):
         checkpoint_spec("VitX")
 
 
 def test_registry_holds_the_recommended_augreg_hybrids():
     """vit_jax's README: the recommended pre-trained checkpoints of the hybrids."""
     specs = checkpoint_specs()
-    assert specs["R26_S_32"].url == (
+    assert specs["VitR26S"].url == (
         "https://storage.googleapis.com/vit_models/augreg/"
         "R26_S_32-i21k-300ep-lr_0.001-aug_light1-wd_0.1-do_0.0-sd_0.0.npz"
     )
-    assert specs["R_Ti_16"].filename.startswith("R_Ti_16-i21k-300ep-lr_0.001-aug_none-wd_0.03-")
-    assert specs["R50_L_32"].filename.endswith("-aug_medium1-wd_0.1-do_0.1-sd_0.1.npz")
-    for name, size in (("R_Ti_16", "R+Ti/16"), ("R26_S_32", "R26+S/32"), ("R50_L_32", "R50+L/32")):
+    assert specs["VitRTi"].filename.startswith("R_Ti_16-i21k-300ep-lr_0.001-aug_none-wd_0.03-")
+    assert specs["VitR50L"].filename.endswith("-aug_medium1-wd_0.1-do_0.1-sd_0.1.npz")
+    for name, size in (("VitRTi", "R+Ti/16"), ("VitR26S", "R26+S/32"), ("VitR50L", "R50+L/32")):
         arch = specs[name].arch()
         assert arch.is_hybrid and arch == VitArch.from_size(size, num_classes=0)
         assert arch.grid_size(specs[name].image_size) == 7  # stride 32 at 224 px
@@ -112,17 +112,17 @@ def test_list_shows_presence(tmp_path, capsys):
 
 def test_unknown_name_and_missing_file(tmp_path, capsys):
     assert main(["checkpoint", "fetch", "VitX", "--dest", str(tmp_path)]) == 2
-    assert "known: Vit, VitB, VitT3, R_Ti_16, R26_S_32, R50_L_32" in capsys.readouterr().err
+    assert "known: Vit, VitB, VitT3, VitRTi, VitR26S, VitR50L" in capsys.readouterr().err
     with pytest.raises(CheckpointUnavailable, match="munet checkpoint fetch VitB"):
         load_registered_checkpoint("VitB", directory=tmp_path)
 
 
 def test_a_registered_hybrid_loads_from_its_file(tmp_path):
-    spec = checkpoint_spec("R_Ti_16")
+    spec = checkpoint_spec("VitRTi")
     arch = spec.arch(num_layers=1)
     components = init_components(arch, 32, torch.Generator().manual_seed(0))
     save_npz(tmp_path / spec.filename, components, arch)
-    loaded = load_registered_checkpoint("R_Ti_16", image_size=32, num_layers=1, directory=tmp_path)
+    loaded = load_registered_checkpoint("VitRTi", image_size=32, num_layers=1, directory=tmp_path)
     assert list(loaded) == ["stem_root", "embedding", "cls", "posembed_input", "encoderblock_0",
                             "encoder_norm"]  # fmt: skip
     assert torch.equal(loaded["stem_root"]["conv.weight"], components["stem_root"]["conv.weight"])
