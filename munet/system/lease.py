@@ -279,19 +279,55 @@ class AgentLease:
         late = time.monotonic() - self._renewed_at
         expired = late >= self.ttl and not revive
         if mine is None or superseded_by is not None or expired:
-            self.lost = True
-            self.lost_to = superseded_by.holder if superseded_by is not None else None
-            if mine is None and superseded_by is None:
-                self._lost_because = self._vanished_reason()
-            log.warning("agent %s: %s", self.agent_id, self._lost_reason())
-            if superseded_by is not None and mine is not None:
-                self._delete(self.token)
+            self._mark_lost(mine, superseded_by)
             return False
         if late >= self.ttl:
             log.warning("agent %s: renewed its lease %.1fs after its ttl of %gs ran out "
                         "(nobody had taken it over)", self.agent_id, late - self.ttl, self.ttl)
         self._write_claim(mine.holder)
         return True
+
+    def _mark_lost(self, mine: Claim | None, superseded_by: Claim | None) -> None:
+        self.lost = True
+        self.lost_to = superseded_by.holder if superseded_by is not None else None
+        if mine is None and superseded_by is None:
+            self._lost_because = self._vanished_reason()
+        log.warning("agent %s: %s", self.agent_id, self._lost_reason())
+        if superseded_by is not None and mine is not None:
+            self._delete(self.token)
+
+    def confirm_lost(self) -> bool:
+        """Whether this process has lost the lease, asked when something else went wrong
+        (the error to report is then the lost lease, not what the store said next).
+
+        Known lost (the heartbeat or a fence saw it): True. Held by this process's clock: False.
+        Otherwise (the last renewal is older than the ttl: a stalled process) the claims are read
+        once: this process's claim gone, or superseded by a live one, is a lost lease. A store
+        that cannot be read says nothing: False.
+        """
+        if self.lost:
+            return True
+        if not self._acquired or self.held:
+            return False
+        if not self._io.acquire(timeout=self.ttl):
+            return self.lost  # The heartbeat is stuck on the store: only what it knows.
+        try:
+            if self.lost:
+                return True
+            now = self.clock()
+            claims = self._claims()
+            mine = next((c for c in claims if c.token == self.token), None)
+            superseded_by = next(
+                (c for c in claims if self.token in c.supersedes and c.live(now)), None
+            )
+            if mine is not None and superseded_by is None:
+                return False
+            self._mark_lost(mine, superseded_by)
+            return True
+        except Exception:  # noqa: BLE001 - the store is unreadable: not known
+            return self.lost
+        finally:
+            self._io.release()
 
     def _vanished_reason(self) -> str:
         """Why this process's claim file is gone (no live claim names it as superseded)."""

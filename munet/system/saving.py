@@ -87,6 +87,16 @@ class StateWriting:
         except BaseException as err:
             if self._locks.get(agent_id) is agent_lock:
                 del self._locks[agent_id]
+            # A lease lost meanwhile (a stalled writer taken over) is why the run ended, not
+            # what the store answered next (a stale connection read as an outage, a file the
+            # new holder removed): report the lost lease (exit 3), asked before release.
+            lease = agent_lock.lease
+            lost = (
+                lease is not None
+                and isinstance(err, Exception)
+                and not isinstance(err, LeaseLostError)
+                and lease.confirm_lost()
+            )
             # The error that ended the run is the one to report: a release that fails too
             # (the store is unreachable) only leaves a lease that expires by itself.
             try:
@@ -94,6 +104,9 @@ class StateWriting:
             except Exception as cleanup:  # noqa: BLE001
                 log.warning("agent %s: could not release its lock after %s (%s)", agent_id,
                             type(err).__name__, cleanup)
+            if lost:
+                assert lease is not None
+                raise lease.lost_error() from err
             raise
         self._locks.pop(agent_id, None)
         agent_lock.release()
