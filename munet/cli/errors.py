@@ -110,6 +110,7 @@ def classify(
         AgentLockedError,
         CorruptStateError,
         StateExistsError,
+        StateRemovedError,
         StoreUnavailableError,
         SystemStateError,
         UnsafePathError,
@@ -133,6 +134,9 @@ def classify(
             f"{err}. `{doctor}` lists damaged states and `{doctor} --quarantine` moves them "
             "aside (the agent then resumes from its previous good state)"
         )
+    if isinstance(err, StateRemovedError):
+        # Removed by its owner after it was read (a reader racing a commit): rerun, not damage.
+        return EXIT_OS_ERROR, f"{err}; rerun the command"
     if isinstance(err, StoreUnavailableError):
         # An outage (names the endpoint and the failed operation), not a bug.
         return EXIT_OS_ERROR, str(err)

@@ -31,6 +31,23 @@ class ComponentCorruptError(CorruptStateError):
     """A component's tensors do not match the checksum recorded when they were written."""
 
 
+class StateRemovedError(SystemStateError, FileNotFoundError):
+    """A state read lazily (a component's tensors are read on first use, after `load`) was
+    removed since by its owner: a newer committed state replaced it (an intermediate state
+    goes at the end of its cycle), or it was quarantined. Nothing is damaged: load again.
+
+    Attributes:
+        state: the removed state, as `<agent>/<state folder>`.
+    """
+
+    def __init__(self, message: str, state: str = "") -> None:
+        super().__init__(message)
+        self.state = state
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 class UnsafePathError(SystemStateError):
     """An entry of the state dir is a symbolic link (never followed) or lies outside it."""
 

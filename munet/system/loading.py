@@ -4,6 +4,7 @@ and lazily read, checked components (the reading half of `munet.system.store.Sys
 
 from __future__ import annotations
 
+import csv
 import threading
 import time
 import warnings
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from munet.system.component import Component
-from munet.system.errors import CorruptStateError, SystemStateError
+from munet.system.errors import CorruptStateError, StateRemovedError, SystemStateError
 from munet.system.fs import StateFS
 from munet.system.history import csv_to_rows
 from munet.system.integrity import check_components, check_manifest, check_verify_level
@@ -22,6 +23,7 @@ from munet.system.manifest import (
     ManifestMissingError,
     StateRef,
     history_file_name,
+    parse_state_dir,
 )
 from munet.system.naming import parse_component_key, validate_agent_id
 from munet.system.population import Population
@@ -100,9 +102,12 @@ class StateReading:
         def load() -> dict:
             # Verified at load by this store (committed shards never change): skip the rehash.
             verified = (location.file, key, location.sha256) in self.verified_components
-            return self.shard_reader(location.file).read_component(
-                key, spec, location.sha256, check_checksum=not verified
-            )
+            try:
+                return self.shard_reader(location.file).read_component(
+                    key, spec, location.sha256, check_checksum=not verified
+                )
+            except (FileNotFoundError, CorruptStateError) as e:
+                raise self._lazy_read_error(key, location.file, e) from None
 
         return Component(
             name,
@@ -113,6 +118,30 @@ class StateReading:
             checksum=location.sha256,
             location=location,
         )
+
+    def _lazy_read_error(self, key: str, file: str, error: Exception) -> SystemStateError:
+        """What a shard that fails a lazy read (after `load`) means: its state was removed
+        since (`StateRemovedError`: load again), or, still committed, damage."""
+        agent_id, _, rest = file.partition("/")
+        state = parse_state_dir(agent_id, rest.partition("/")[0])
+        removed = False
+        if state is not None:
+            try:
+                removed = state not in self.list_states(agent_id)
+            except (SystemStateError, OSError):
+                removed = False  # Not known (the store is unreachable): as it was.
+        if removed:
+            assert state is not None
+            return StateRemovedError(
+                f"state {state.relative_dir} was removed after it was loaded (its owner "
+                "committed a newer state, or it was quarantined), so component "
+                f"{key} can no longer be read from it: load again (SystemStore.load) to read "
+                "the agent's current state",
+                state=state.relative_dir,
+            )
+        if isinstance(error, CorruptStateError):
+            return error
+        return CorruptStateError(f"shard {file} is missing (component {key})")
 
     def warn_once(self, message: str, stacklevel: int = 2) -> None:
         """Warn about a damaged state once per store object (loads repeat every cycle)."""
@@ -168,6 +197,35 @@ class StateReading:
         Raises:
             SystemStateError: with `strict`, the latest state is damaged.
         """
+        found = self._latest_good(
+            agent_id, end_of_cycle=end_of_cycle, strict=strict, verify=verify
+        )
+        return None if found is None else (found[0], found[1])
+
+    def _read_history(self, state: StateRef, manifest: Mapping[str, Any]) -> list[dict]:
+        """The history rows of a mid-cycle state (read with the state, so that one removed
+        meanwhile by its owner is listed again, not called damaged)."""
+        name = history_file_name(dict(manifest), state)
+        path = self.fs.join(self.agent_dir(state.agent_id), state.name, name)
+        try:
+            return list(csv_to_rows(self.fs.read_bytes(path).decode()))
+        except (FileNotFoundError, UnicodeDecodeError, csv.Error) as e:
+            raise CorruptStateError(
+                f"state {state.relative_dir}: unreadable {name} ({e})"
+            ) from None
+
+    def _latest_good(
+        self,
+        agent_id: str,
+        *,
+        end_of_cycle: bool = False,
+        strict: bool = False,
+        verify: str = "checksums",
+        with_history: bool = False,
+    ) -> tuple[StateRef, dict[str, Any], list[dict] | None] | None:
+        """`latest_good_state`, and with `with_history` the history rows of a mid-cycle
+        state (None for an end-of-cycle one), read in the same attempt: a state its owner
+        removes meanwhile (the end-of-cycle commit replaces it) is listed again."""
         check_verify_level(verify)
         for attempt in range(LOAD_ATTEMPTS):
             try:
@@ -185,7 +243,10 @@ class StateReading:
                     manifest = self.read_manifest(state)
                     check_manifest(self, state, manifest)
                     check_components(self, state, manifest, verify)
-                    return state, manifest
+                    history = None
+                    if with_history and not state.end_of_cycle:
+                        history = self._read_history(state, manifest)
+                    return state, manifest, history
                 except (SystemStateError, OSError) as e:
                     if attempt + 1 < LOAD_ATTEMPTS and self._uncommitted_meanwhile(state, e):
                         relist = True  # Removed by its owner meanwhile: list again.
@@ -243,7 +304,8 @@ class StateReading:
         if verify is None:
             verify = "checksums" if self.fs.atomic_rename else "structure"
         manifests: list[tuple[StateRef, dict[str, Any]]] = []
-        own = self.latest_good_state(agent_id, strict=True, verify=verify)
+        own_found = self._latest_good(agent_id, strict=True, verify=verify, with_history=True)
+        own = None if own_found is None else (own_found[0], own_found[1])
         if own is not None:
             manifests.append(own)
         others = [a for a in self.agent_ids(agent_classes) if a != agent_id]
@@ -271,16 +333,8 @@ class StateReading:
         )
         if own_manifest is not None:
             population.first_unsaved_component_id = int(own_manifest["first_unsaved_component_id"])
-            if not own[0].end_of_cycle:
-                history_name = history_file_name(own_manifest, own[0])
-                history = self.fs.join(self.agent_dir(agent_id), own[0].name, history_name)
-                try:
-                    text = self.fs.read_bytes(history).decode()
-                except (FileNotFoundError, UnicodeDecodeError) as e:
-                    raise CorruptStateError(
-                        f"state {own[0].relative_dir}: unreadable {history_name} ({e})"
-                    ) from None
-                population.history = list(csv_to_rows(text))
+            if own_found is not None and own_found[2] is not None:
+                population.history = own_found[2]
         assemble_paths(population, manifests, self.lazy_component)
         return LoadedState(
             population=population,

@@ -35,6 +35,7 @@ from __future__ import annotations
 import csv
 import os
 import threading
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -42,7 +43,7 @@ from munet.system.errors import CorruptStateError
 from munet.system.fs import LocalFS, StateFS, content_version, open_state_fs
 from munet.system.head import HEAD_FILE, Head
 from munet.system.history import csv_to_rows
-from munet.system.loading import StateReading
+from munet.system.loading import LOAD_ATTEMPTS, StateReading
 from munet.system.lock import AgentLock
 from munet.system.manifest import (
     HISTORY,
@@ -195,23 +196,37 @@ class SystemStore(StateReading, StateWriting):
 
     def read_path_history(self, agent_id: str) -> list[dict[str, str]]:
         """The agent's full path history: rows of every end-of-cycle state, then those of the
-        latest state if it is mid-cycle. Cells are strings (CSV)."""
-        states = self.list_states(agent_id)
-        chosen = [s for s in states if s.end_of_cycle]
-        if states and not states[-1].end_of_cycle:
-            chosen.append(states[-1])
-        rows: list[dict[str, str]] = []
-        for s in chosen:
-            # On object stores each save names its history file (recorded in its manifest).
-            name = HISTORY if self.fs.atomic_rename else self.history_file(s)
-            path = self.fs.join(self.agent_dir(agent_id), s.name, name)
+        latest state if it is mid-cycle. Cells are strings (CSV).
+
+        A mid-cycle state its owner removes meanwhile (its end-of-cycle commit replaces it) is
+        not damage: the states are listed again."""
+        for attempt in range(LOAD_ATTEMPTS):
+            states = self.list_states(agent_id)
+            chosen = [s for s in states if s.end_of_cycle]
+            if states and not states[-1].end_of_cycle:
+                chosen.append(states[-1])
+            rows: list[dict[str, str]] = []
             try:
-                rows.extend(csv_to_rows(self.fs.read_bytes(path).decode()))
-            except (FileNotFoundError, UnicodeDecodeError, csv.Error) as error:
-                raise CorruptStateError(
-                    f"state {s.relative_dir}: unreadable {name} ({error})"
-                ) from None
-        return rows
+                for s in chosen:
+                    rows.extend(self._history_rows(s))
+                return rows
+            except CorruptStateError as error:
+                if attempt + 1 < LOAD_ATTEMPTS and self._uncommitted_meanwhile(s, error):
+                    time.sleep(0.05 * (attempt + 1))
+                    continue
+                raise
+        raise AssertionError("not reached: the last attempt raises")
+
+    def _history_rows(self, state: StateRef) -> list[dict[str, str]]:
+        # On object stores each save names its history file (recorded in its manifest).
+        name = HISTORY if self.fs.atomic_rename else self.history_file(state)
+        path = self.fs.join(self.agent_dir(state.agent_id), state.name, name)
+        try:
+            return csv_to_rows(self.fs.read_bytes(path).decode())
+        except (FileNotFoundError, UnicodeDecodeError, csv.Error) as error:
+            raise CorruptStateError(
+                f"state {state.relative_dir}: unreadable {name} ({error})"
+            ) from None
 
     def history_file(self, state: StateRef) -> str:
         """The name of a committed state's history file (`paths.csv`, or the name its
