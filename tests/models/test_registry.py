@@ -29,7 +29,8 @@ def test_registry_holds_the_seed_presets():
         80,
         32,
     )
-    with pytest.raises(KeyError, match="unknown checkpoint 'VitX'; known: Vit, VitB, VitT3, VitRTi"):
+    known = "known: Vit, VitB, VitT3, VitRTi"
+    with pytest.raises(KeyError, match=f"unknown checkpoint 'VitX'; {known}"):
         checkpoint_spec("VitX")
 
 
