@@ -44,7 +44,7 @@ prepare_openmp_env()
 
 import torch  # noqa: E402
 from comparison import check_same_comparison, merge_comparisons, update_card  # noqa: E402
-from root_eval import evaluation_tasks, measure_root  # noqa: E402
+from root_eval import check_disjoint_tasks, evaluation_tasks, measure_root  # noqa: E402
 
 from munet.config import get_preset  # noqa: E402
 from munet.pretrain.card import card_beside  # noqa: E402
@@ -87,6 +87,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.steps, args.max_train, args.max_eval = [2, 4], 32, 32
         args.tasks = args.tasks or ["synth/color"]
     args.tasks = args.tasks or evaluation_tasks()
+    check_disjoint_tasks(args.tasks)
     return args
 
 

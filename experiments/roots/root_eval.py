@@ -27,6 +27,7 @@ import torch.nn.functional as F
 
 from munet.models import VitArch, init_components, load_checkpoint, load_components
 from munet.models.vit import VisionTransformer
+from munet.tasks.overlap import share_images
 
 SPLITS = ("validation", "test")
 
@@ -169,7 +170,9 @@ def fine_tune(
 
 def evaluation_tasks(include_suite: bool = True) -> list[str]:
     """The embedded evaluation tasks (``digits``, ``synth/*``) and, where munet has it, the
-    1k suite (``munet.tasks.suite.SUITE_TASKS``)."""
+    1k suite (``munet.tasks.suite.SUITE_TASKS``), less every embedded task that splits the
+    same images as a suite task (``digits`` and ``1k/digits``: munet.tasks.overlap): a choice
+    scored on its validation split would read images of the suite task's test split."""
     from munet.tasks.sources.synth import SYNTH_TASKS
 
     names = ["digits", *SYNTH_TASKS]
@@ -178,8 +181,24 @@ def evaluation_tasks(include_suite: bool = True) -> list[str]:
             from munet.tasks.suite import SUITE_TASKS
         except ImportError:
             return names
+        names = [name for name in names if not any(share_images(name, s) for s in SUITE_TASKS)]
         names += [name for name in SUITE_TASKS if name not in names]
     return names
+
+
+def check_disjoint_tasks(tasks: list[str]) -> None:
+    """Refuses a task list holding two tasks that split the same images.
+
+    Raises:
+        SystemExit: naming the pair.
+    """
+    for index, task in enumerate(tasks):
+        for other in tasks[index + 1 :]:
+            if share_images(task, other):
+                raise SystemExit(
+                    f"--tasks {task} and {other} split the same images: a choice scored on one's "
+                    "validation split reads the other's test images; keep one"
+                )
 
 
 def measure_root(

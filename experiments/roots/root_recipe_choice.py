@@ -40,7 +40,7 @@ from munet.training.threads import prepare_openmp_env  # noqa: E402
 prepare_openmp_env()
 
 import torch  # noqa: E402
-from root_eval import evaluation_tasks, measure_root  # noqa: E402
+from root_eval import check_disjoint_tasks, evaluation_tasks, measure_root  # noqa: E402
 
 from munet.config import get_preset  # noqa: E402
 from munet.pretrain.loop import PretrainSpec, pretrain  # noqa: E402
@@ -99,6 +99,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.max_train, args.max_eval = 32, 32
         args.tasks = args.tasks or ["synth/color"]
     args.tasks = args.tasks or evaluation_tasks()
+    check_disjoint_tasks(args.tasks)
     for candidate in args.candidates:
         parse_candidate(candidate)
     return args

@@ -30,7 +30,13 @@ def test_root_eval_reads_validation_or_test_and_scores_in_range():
     assert 0 <= probe <= 1 and 0 <= tuned <= 1
     with pytest.raises(ValueError, match="'train'"):
         load_task_data("synth/color", 8, "train")
-    assert evaluation_tasks()[:2] == ["digits", "synth/shape"]
+    # digits splits 1k/digits' images: left out, so no choice reads the suite's test images.
+    tasks = evaluation_tasks()
+    assert tasks[0] == "synth/shape" and "digits" not in tasks and "1k/digits" in tasks
+    assert evaluation_tasks(include_suite=False)[0] == "digits"
+    with pytest.raises(SystemExit, match="digits and 1k/digits split the same images"):
+        root_eval.check_disjoint_tasks(["digits", "synth/color", "1k/digits"])
+    root_eval.check_disjoint_tasks(["synth/color", "1k/digits"])
 
 
 def test_recipe_choice_scores_candidates_on_validation_and_names_one(
