@@ -15,8 +15,6 @@ CANDIDATES = {
     "h16x2": VitSize(64, 4, 2, 256, patch_size=2, stem=StemArch(16, (1, 1), 3, 1, False, 8)),
     # root 8 ch, stages (1, 1): the same shape at half the stem width.
     "h8x2": VitSize(64, 4, 2, 256, patch_size=2, stem=StemArch(8, (1, 1), 3, 1, False, 4)),
-    # root 16 ch, one stage at full resolution (64 channels), 4 x 4 patches: stride 4.
-    "h16x1": VitSize(64, 4, 2, 256, patch_size=4, stem=StemArch(16, (1,), 3, 1, False, 8)),
 }
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-# The lr schedules of munet.training.optim (not imported: it pulls in torch).
+# The lr schedules of munet.training.schedules (not imported: the package pulls in torch).
 LR_SCHEDULES = ("constant", "linear", "cosine", "restarts")
 # The optimizers of munet.training.optim (`OPTIMIZERS`; the first, the seed's, is the default).
 OPTIMIZERS = ("sgd", "adamw")

@@ -40,8 +40,6 @@ from munet.models.initializers import lecun_normal, xavier_uniform
 from munet.models.stem import init_stem_component, stem_component_names
 from munet.models.vit import VisionTransformer
 
-__all__ = ["lecun_normal"]  # re-exported: callers import the initialiser from here
-
 Components = dict[str, dict[str, torch.Tensor]]
 """{component name: {tensor name: tensor}}."""
 

@@ -45,13 +45,17 @@ def same_padding(size: int, kernel: int, stride: int) -> tuple[int, int]:
     return total // 2, total - total // 2
 
 
-def pad_same(x: torch.Tensor, kernel: int, stride: int, value: float = 0.0) -> torch.Tensor:
-    """Pads the last two axes of (B, C, H, W) for a "SAME" kernel/stride window."""
+def same_paddings(x: torch.Tensor, kernel: int, stride: int) -> tuple[int, int, int, int]:
+    """"SAME" padding of the last two axes of (B, C, H, W): (left, right, top, bottom)."""
     top, bottom = same_padding(x.shape[-2], kernel, stride)
     left, right = same_padding(x.shape[-1], kernel, stride)
-    if top == bottom == left == right == 0:
-        return x
-    return F.pad(x, (left, right, top, bottom), value=value)
+    return left, right, top, bottom
+
+
+def pad_same(x: torch.Tensor, kernel: int, stride: int, value: float = 0.0) -> torch.Tensor:
+    """Pads the last two axes of (B, C, H, W) for a "SAME" kernel/stride window."""
+    pads = same_paddings(x, kernel, stride)
+    return F.pad(x, pads, value=value) if any(pads) else x
 
 
 def standardize_weight(weight: torch.Tensor) -> torch.Tensor:
@@ -72,12 +76,11 @@ class StdConv(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         weight = standardize_weight(self.weight)
-        top, bottom = same_padding(x.shape[-2], self.kernel, self.stride)
-        left, right = same_padding(x.shape[-1], self.kernel, self.stride)
+        left, right, top, bottom = same_paddings(x, self.kernel, self.stride)
         if top == bottom and left == right:
             # Symmetric padding: let the convolution pad (no copy of the input).
             return F.conv2d(x, weight, stride=self.stride, padding=(top, left))
-        return F.conv2d(pad_same(x, self.kernel, self.stride), weight, stride=self.stride)
+        return F.conv2d(F.pad(x, (left, right, top, bottom)), weight, stride=self.stride)
 
 
 class GroupNorm(nn.Module):

@@ -8,30 +8,19 @@ before), or ``adamw`` (munet's option for small models: decoupled weight decay
 kernels rather than ``torch.optim``, whose first use imports the compiler stack (seconds per
 process), and keep float32 state.
 
-Schedules are pure functions of the update index (0 for the first update), with the exact
-semantics of the optax schedules the seed composes (seed 000, ``get_optimizer``):
-
-- ``constant``: ``0.5 * opt_lr`` (half, so the mean lr matches the other schedules);
-- ``linear``: linear warmup from ``min_lr`` to ``opt_lr`` over ``warmup`` updates, then linear
-  decay back to ``min_lr`` at the end of training;
-- ``cosine``: linear warmup from ``min_lr`` to ``opt_lr``, then cosine decay to 0 (optax's
-  ``warmup_cosine_decay_schedule`` ends at 0 by default) at the end of training;
-- ``restarts``: the cosine schedule repeated once per validation interval (SGDR).
-
-with ``min_lr = opt_lr / 1000``, training length ``steps_between_validations *
-num_validations`` and ``warmup = int(opt_lr_warmup_ratio * length)`` (per interval for
-``restarts``).
+The lr schedules are munet.training.schedules (the seed's optax schedules).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 
-LR_SCHEDULES = ("constant", "linear", "cosine", "restarts")
+from munet.training.schedules import LR_SCHEDULES, Schedule, make_lr_schedule  # noqa: F401
+
 MAX_GRAD_NORM = 1.0
 # The optimizer of a path whose hparams name none (the seed's).
 DEFAULT_OPTIMIZER = "sgd"
@@ -41,117 +30,8 @@ DEFAULT_WEIGHT_DECAY = 0.05
 # Components whose tensors AdamW never decays (the ViT's class token, position embeddings).
 NO_DECAY_COMPONENTS = ("cls", "posembed_input")
 
-Schedule = Callable[[int], float]
 # The trainable tensors, or ``{flat name: tensor}``.
 Params = Sequence[torch.Tensor] | Mapping[str, torch.Tensor]
-
-
-def linear_schedule(init_value: float, end_value: float, transition_steps: int) -> Schedule:
-    """optax.linear_schedule: ``init -> end`` over ``transition_steps``, then held at ``end``."""
-
-    def schedule(step: int) -> float:
-        if transition_steps <= 0:
-            return init_value
-        count = min(max(step, 0), transition_steps)
-        frac = 1.0 - count / transition_steps
-        return (init_value - end_value) * frac + end_value
-
-    return schedule
-
-
-def cosine_decay_schedule(init_value: float, decay_steps: int, alpha: float = 0.0) -> Schedule:
-    """optax.cosine_decay_schedule: ``init -> alpha * init`` along half a cosine."""
-
-    def schedule(step: int) -> float:
-        if decay_steps <= 0:
-            return init_value
-        count = min(max(step, 0), decay_steps)
-        cosine = 0.5 * (1.0 + math.cos(math.pi * count / decay_steps))
-        return init_value * ((1.0 - alpha) * cosine + alpha)
-
-    return schedule
-
-
-def join_schedules(schedules: Sequence[Schedule], boundaries: Sequence[int]) -> Schedule:
-    """optax.join_schedules: from ``boundaries[i]`` on, ``schedules[i+1](step - boundaries[i])``."""
-    if len(boundaries) != len(schedules) - 1:
-        raise ValueError(f"{len(schedules)} schedules need {len(schedules) - 1} boundaries")
-
-    def schedule(step: int) -> float:
-        value = schedules[0](step)
-        for boundary, next_schedule in zip(boundaries, schedules[1:], strict=True):
-            if step >= boundary:
-                value = next_schedule(step - boundary)
-        return value
-
-    return schedule
-
-
-def warmup_cosine_decay_schedule(
-    init_value: float,
-    peak_value: float,
-    warmup_steps: int,
-    decay_steps: int,
-    end_value: float = 0.0,
-) -> Schedule:
-    """optax.warmup_cosine_decay_schedule; ``decay_steps`` counts the warmup too."""
-    alpha = end_value / peak_value if peak_value else 0.0
-    return join_schedules(
-        [
-            linear_schedule(init_value, peak_value, warmup_steps),
-            cosine_decay_schedule(peak_value, decay_steps - warmup_steps, alpha),
-        ],
-        [warmup_steps],
-    )
-
-
-def make_lr_schedule(
-    opt_lr: float,
-    opt_lr_schedule: str,
-    opt_lr_warmup_ratio: float,
-    steps_between_validations: int,
-    num_validations: int,
-) -> Schedule:
-    """The seed's learning-rate schedule for one path training.
-
-    Args:
-        opt_lr: peak learning rate.
-        opt_lr_schedule: one of ``constant``, ``linear``, ``cosine``, ``restarts``.
-        opt_lr_warmup_ratio: share of the training (of each interval for ``restarts``) spent
-            warming up from ``opt_lr / 1000``.
-        steps_between_validations: train batches between two validations.
-        num_validations: validations per path training.
-
-    Returns:
-        A function from the update index (0-based) to the learning rate.
-
-    Raises:
-        ValueError: unknown schedule name.
-    """
-    min_lr = opt_lr / 1000.0
-    if opt_lr_schedule == "constant":
-        half = 0.5 * opt_lr
-        return lambda step: half
-    train_steps = int(steps_between_validations * num_validations)
-    if opt_lr_schedule == "linear":
-        warmup = int(opt_lr_warmup_ratio * train_steps)
-        return join_schedules(
-            [
-                linear_schedule(min_lr, opt_lr, warmup),
-                linear_schedule(opt_lr, min_lr, train_steps - warmup),
-            ],
-            [warmup],
-        )
-    if opt_lr_schedule == "cosine":
-        warmup = int(opt_lr_warmup_ratio * train_steps)
-        return warmup_cosine_decay_schedule(min_lr, opt_lr, warmup, train_steps)
-    if opt_lr_schedule == "restarts":
-        interval = int(steps_between_validations)
-        warmup = int(opt_lr_warmup_ratio * interval)
-        cycle = warmup_cosine_decay_schedule(min_lr, opt_lr, warmup, interval)
-        boundaries = [interval * (i + 1) for i in range(num_validations - 1)]
-        return join_schedules([cycle] * num_validations, boundaries)
-    raise ValueError(f"unknown lr schedule {opt_lr_schedule!r}; known: {', '.join(LR_SCHEDULES)}")
 
 
 def clip_grad_global_norm_(
