@@ -11,7 +11,7 @@ TEST_ARGS ?= -m "not slow and not experiments"
 # bench-jax (jax, flax, optax: ~20 s to install) for the seed's JAX step in benchmarks/.
 TEST_EXTRAS ?= dev,hf,ray,s3,bench-jax,tensorboard,wandb
 
-.PHONY: setup setup-demo demo test lint bench clean browser
+.PHONY: setup setup-demo demo test lint bench clean browser wheel
 
 # The demo's install: the core package only (no Ray, JAX, S3, W&B, TensorBoard, transformers).
 $(VENV)/.munet-core: pyproject.toml constraints.txt
@@ -56,8 +56,16 @@ browser:
 test: setup $(if $(findstring not slow,$(TEST_ARGS)),,browser)
 	$(BIN)/python -m pytest $(TEST_ARGS)
 
+# The wheel that docs/cluster.md installs on every node (distribution munet-evolve, import name
+# and command munet). build/ goes first: setuptools copies sources there and would otherwise
+# also pack files since deleted from munet/; older munet wheels go so that dist/ holds one.
+wheel: setup-demo
+	rm -rf build dist/munet_evolve-*.whl
+	$(BIN)/pip wheel --quiet --no-deps --wheel-dir dist .
+	@ls dist/munet_evolve-*.whl
+
 lint: setup
-	$(BIN)/ruff check munet tests benchmarks experiments
+	$(BIN)/ruff check munet tests benchmarks experiments tools
 
 clean:
 	rm -rf $(VENV) .pytest_cache
