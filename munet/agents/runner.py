@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 from munet.agents.options import RunOptions, takes_run_options
 from munet.agents.task_data import task_source_label
 from munet.config import AgentConfig, ConfigError, apply_overrides, get_preset
-from munet.system import SystemStore, format_agent_id
+from munet.report.leaderboard import record_row
+from munet.system import CorruptStateError, SystemStore, format_agent_id
 
 if TYPE_CHECKING:
     from munet.agents.cycle import Agent
@@ -68,10 +69,14 @@ def make_agent(
 
 def leaderboard_rows(store: SystemStore, agent_classes: Iterable[str] | None = None) -> list[dict]:
     """One row per path each agent published in its latest end-of-cycle state, with the
-    metrics (score, accounted params, ...) as the agent recorded them when it committed.
+    metrics (score, accounted params, ...) as the agent recorded them when it committed, and
+    the parent each path was sampled from (its agent's history) beside its nearest kept
+    ancestor (see :func:`munet.report.leaderboard.recorded_parent`).
 
-    Only manifests and shard headers are read (no tensors), so this is cheap on a large
-    system; a damaged state is skipped with one warning in favour of the agent's previous one.
+    Only manifests, shard headers and history CSVs are read (no tensors), so this is cheap on
+    a large system; a damaged state is skipped with one warning in favour of the agent's
+    previous one, and an unreadable history with one warning (the parent then comes from the
+    path's record).
     """
     rows = []
     for agent_id in store.agent_ids(agent_classes):
@@ -80,38 +85,21 @@ def leaderboard_rows(store: SystemStore, agent_classes: Iterable[str] | None = N
             continue
         _state, manifest = found
         data = (manifest.get("config") or {}).get("data") or ""
+        history = _history_by_id(store, agent_id)
         for full_id in manifest.get("published", []):
             record = manifest["paths"][full_id]
             if record["agent_id"] != agent_id:
                 continue
-            rows.append(record_row(record))
+            rows.append(record_row(record, history.get(str(record["id"]))))
             rows[-1]["source"] = task_source_label(record["task_name"], data)
     return rows
 
 
-def record_row(record: dict) -> dict:
-    """A leaderboard row from a manifest's path record."""
-    parent = record.get("parent")
-    parent_agent, parent_id = (None, -1)
-    if parent:
-        parent_agent, _, number = parent.rpartition(":")
-        parent_id = int(number)
-    metrics = record.get("metrics") or {}
-    row = {
-        "agent_id": record["agent_id"],
-        "task_name": record["task_name"],
-        "id": int(record["id"]),
-        "parent_id": parent_id,
-        "parent_agent_id": parent_agent,
-        "components": ",".join(
-            ref["component"].split(":", 1)[1] for ref in record["components"] if "component" in ref
-        ),
-    }
-    for key in ("test_quality", "score", "quality", "accounted_params", "flops", "num_cycles"):
-        row[key] = metrics.get(key)
-    # A multipath path's subpaths: the agents and path ids it routes through.
-    subpaths = (record.get("hparams") or {}).get("paths") or {}
-    row["paths"] = " ".join(
-        f"{ref['agent_id']}:{ref['id']}" for _, ref in sorted(subpaths.items())
-    )
-    return row
+def _history_by_id(store: SystemStore, agent_id: str) -> dict[str, dict[str, str]]:
+    """The agent's own history rows by path id (a string, as the CSV holds it)."""
+    try:
+        rows = store.read_path_history(agent_id)
+    except CorruptStateError as error:
+        log.warning("%s: path history unreadable (%s); parents as the records say", agent_id, error)
+        return {}
+    return {r.get("id", ""): r for r in rows if r.get("agent_id", agent_id) == agent_id}

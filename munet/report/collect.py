@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from munet.report.leaderboard import recorded_parent
 from munet.report.rows import (  # noqa: F401  (re-exported: the report modules' old home)
     Candidate,
     as_float,
@@ -59,7 +60,8 @@ class PathView:
     agent_id: str
     task_name: str
     metrics: dict[str, Any]
-    parent: str | None
+    parent: str | None  # The path it was mutated from (see leaderboard.recorded_parent).
+    kept_ancestor: str | None  # Its nearest ancestor still kept (the record's parent).
     components: list[ComponentUse] = field(default_factory=list)
     hparams: dict[str, Any] = field(default_factory=dict)
     subpaths: list[tuple[str, str]] = field(default_factory=list)  # (slot, full id)
@@ -203,18 +205,20 @@ def _path_view(
 ) -> PathView:
     agent_id = record["agent_id"]
     metrics = dict(record.get("metrics") or {})
-    parent = record.get("parent")
+    # The history row has the parent at sampling time (a record's parent may have been relinked
+    # to an older ancestor once the parent was pruned); the record is the fallback.
+    history_row = history.get(as_int(record["id"], -1))
+    parent = recorded_parent(record, history_row)
     view = PathView(
         full_id=f"{agent_id}:{record['id']}",
         agent_id=agent_id,
         task_name=record["task_name"],
         metrics=metrics,
         parent=parent,
+        kept_ancestor=record.get("parent") or None,
         hparams=dict(record.get("hparams") or {}),
     )
-    # The history row has the parent at sampling time (a record's parent may have been relinked
-    # to an older ancestor once the parent was pruned); the record is the fallback.
-    own_row = history.get(as_int(record["id"], -1)) or {
+    own_row = history_row or {
         "metrics.reuse": metrics.get("reuse", ""),
         "parent_agent_id": (parent or "").rpartition(":")[0],
         "parent_id": (parent or "").rpartition(":")[2] or -1,

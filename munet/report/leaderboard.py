@@ -1,6 +1,11 @@
 """The system leaderboard: one row per published path, the seed's first columns (seed 000,
 ``df_leaderboard``): agent, task, test quality, score, quality, accounted params, flops, ids.
 
+The parent is the path a row's path was mutated from, as its agent's history recorded it at
+sampling. Once that parent is pruned, the system relinks the path to its nearest ancestor still
+kept (its manifest record's ``parent``); the leaderboard shows that one apart, as
+``kept_ancestor``, so the parent column never names a path the child was not sampled from.
+
 Rows are plain dicts; :func:`format_leaderboard` renders them as an aligned text table, CSV or
 JSON. Rows are sorted by agent, then by decreasing score (the seed's order).
 """
@@ -11,8 +16,10 @@ import csv
 import io
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
+
+from munet.report.rows import as_int
 
 COLUMNS = (
     "agent_id",
@@ -25,6 +32,9 @@ COLUMNS = (
     "id",
     "parent_id",
     "parent_agent_id",
+    # The nearest ancestor still in the system (`agent:id`): the parent, or an older ancestor
+    # once the parent was pruned.
+    "kept_ancestor",
     "num_cycles",
     # After the seed's columns: where the task's data come from (a bound source spec,
     # embedded, tfds).
@@ -54,10 +64,23 @@ class PathLike(Protocol):
     parent: Any
 
 
-def path_row(path: PathLike, components: str = "", paths: str = "") -> dict[str, Any]:
-    """A leaderboard row of one path (missing metrics are None); ``paths`` lists a multipath
-    path's subpaths (``agent:id`` separated by spaces)."""
+def path_row(
+    path: PathLike, components: str = "", paths: str = "", parent: str | None = None
+) -> dict[str, Any]:
+    """A leaderboard row of one path (missing metrics are None).
+
+    Args:
+        path: the path; its ``parent`` is its nearest kept ancestor.
+        components: its components (``name:agent:id`` separated by commas).
+        paths: a multipath path's subpaths (``agent:id`` separated by spaces).
+        parent: the full id of the path it was mutated from when that is known apart from
+            ``path.parent`` (its history row); default: the parent it lost on load
+            (``orphaned_parent``), else ``path.parent``.
+    """
     metrics = path.metrics
+    kept = path.parent.full_id if path.parent is not None else None
+    parent = parent or getattr(path, "orphaned_parent", None) or kept
+    parent_agent, parent_id = split_path_id(parent)
     return {
         "agent_id": path.agent_id,
         "task_name": path.task_name,
@@ -67,13 +90,70 @@ def path_row(path: PathLike, components: str = "", paths: str = "") -> dict[str,
         "accounted_params": metrics.get("accounted_params"),
         "flops": metrics.get("flops"),
         "id": path.id,
-        "parent_id": path.parent.id if path.parent is not None else -1,
-        "parent_agent_id": path.parent.agent_id if path.parent is not None else None,
+        "parent_id": parent_id,
+        "parent_agent_id": parent_agent,
+        "kept_ancestor": kept,
         "num_cycles": metrics.get("num_cycles"),
         "source": None,
         "paths": paths,
         "components": components,
     }
+
+
+def split_path_id(full_id: str | None) -> tuple[str | None, int]:
+    """``(agent id, path id)`` of ``agent:id``; ``(None, -1)`` for None or an empty id."""
+    if not full_id:
+        return None, -1
+    agent, _, number = full_id.rpartition(":")
+    return agent, int(number)
+
+
+def recorded_parent(
+    record: Mapping[str, Any], history_row: Mapping[str, Any] | None
+) -> str | None:
+    """The full id of the path a published path was mutated from.
+
+    Args:
+        record: the path's manifest record (its ``parent`` is the nearest kept ancestor).
+        history_row: the path's row in its agent's history (strings, as the CSV holds them),
+            which keeps the parent at sampling; None when the history has no row of it.
+
+    Returns:
+        The history row's parent; without a row, the parent the record lost on load
+        (``orphaned_parent``), else the record's parent; None for a root model.
+    """
+    if history_row is not None:
+        agent = history_row.get("parent_agent_id")
+        number = as_int(history_row.get("parent_id"), -1)
+        return f"{agent}:{number}" if agent and number >= 0 else None
+    return record.get("orphaned_parent") or record.get("parent") or None
+
+
+def record_row(record: Mapping[str, Any], history_row: Mapping[str, Any] | None = None) -> dict:
+    """A leaderboard row from a manifest's path record and the path's history row (see
+    :func:`recorded_parent`); ``source`` is left None for the caller."""
+    parent_agent, parent_id = split_path_id(recorded_parent(record, history_row))
+    metrics = record.get("metrics") or {}
+    row: dict[str, Any] = {
+        "agent_id": record["agent_id"],
+        "task_name": record["task_name"],
+        "id": int(record["id"]),
+        "parent_id": parent_id,
+        "parent_agent_id": parent_agent,
+        "kept_ancestor": record.get("parent") or None,
+        "source": None,
+        "components": ",".join(
+            ref["component"].split(":", 1)[1] for ref in record["components"] if "component" in ref
+        ),
+    }
+    for key in ("test_quality", "score", "quality", "accounted_params", "flops", "num_cycles"):
+        row[key] = metrics.get(key)
+    # A multipath path's subpaths: the agents and path ids it routes through.
+    subpaths = (record.get("hparams") or {}).get("paths") or {}
+    row["paths"] = " ".join(
+        f"{ref['agent_id']}:{ref['id']}" for _, ref in sorted(subpaths.items())
+    )
+    return row
 
 
 def _sort_key(row: dict[str, Any]) -> tuple:

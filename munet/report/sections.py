@@ -88,7 +88,7 @@ def leaderboard(view: SystemView, labels: dict[str, str]) -> str:
     headers = [
         ("agent", "text"), ("task", "text"), ("test quality", "num"), ("score", "num"),
         ("quality", "num"), ("accounted params", "num"), ("params", "num"), ("flops", "num"),
-        ("cycles", "num"), ("path", "num"), ("parent", "text"),
+        ("cycles", "num"), ("path", "num"), ("parent", "text"), ("kept ancestor", "text"),
     ]  # fmt: skip
     head = "".join(
         f'<th data-kind="{kind}" tabindex="0">{escape(name)}</th>' for name, kind in headers
@@ -111,7 +111,8 @@ def leaderboard(view: SystemView, labels: dict[str, str]) -> str:
                 f"{_cell(m.get('quality'), 'q')}{_cell(m.get('accounted_params'))}"
                 f"{_cell(m.get('num_params'))}{_cell(m.get('flops'))}"
                 f"{_cell(m.get('num_cycles'))}{_cell(path.full_id.rpartition(':')[2])}"
-                f"{_parent_cell(path.parent, labels)}</tr>"
+                f"{_parent_cell(path.parent, labels)}"
+                f"{_parent_cell(path.kept_ancestor, labels)}</tr>"
             )
     if not rows:
         return _section("leaderboard", '<p class="empty">No published paths yet.</p>')
@@ -121,13 +122,14 @@ def leaderboard(view: SystemView, labels: dict[str, str]) -> str:
     )
     return _section(
         "leaderboard", table, "Published paths of every agent; each task's best in bold. "
-        "Click a header to sort."
+        "Parent: the path it was mutated from; kept ancestor: its nearest ancestor still in "
+        "the system (older than the parent once the parent was pruned). Click a header to sort."
     )  # fmt: skip
 
 
 def _parent_cell(parent: str | None, labels: dict[str, str]) -> str:
-    """The parent's full path id (`agent id:path id`, as the tasks table's best paths); its
-    agent's label on hover."""
+    """A parent's or ancestor's full path id (`agent id:path id`, as the tasks table's best
+    paths); its agent's label on hover."""
     if not parent:
         return '<td data-v="">-</td>'
     agent = parent.rpartition(":")[0]
