@@ -57,11 +57,13 @@ test: setup $(if $(findstring not slow,$(TEST_ARGS)),,browser)
 	$(BIN)/python -m pytest $(TEST_ARGS)
 
 # The wheel that docs/cluster.md installs on every node (distribution munet-evolve, import name
-# and command munet). build/ goes first: setuptools copies sources there and would otherwise
-# also pack files since deleted from munet/; older munet wheels go so that dist/ holds one.
+# and command munet), beside the torch pin the nodes install it with. build/ goes first:
+# setuptools copies sources there and would otherwise also pack files since deleted from
+# munet/; older munet wheels go so that dist/ holds one.
 wheel: setup-demo
 	rm -rf build dist/munet_evolve-*.whl
 	$(BIN)/pip wheel --quiet --no-deps --wheel-dir dist .
+	cp constraints.txt dist/
 	@ls dist/munet_evolve-*.whl
 
 lint: setup

@@ -12,7 +12,7 @@ from a fresh state dir, interleaved over `--rounds` rounds:
 Ray's own start-up (`ray.init` of a local instance) is timed once, apart. Prints medians and
 `ratio:` lines.
 
-Run: `python benchmarks/cluster_overhead.py` (needs munet[ray]; a few minutes on 2 cores).
+Run: `python benchmarks/cluster_overhead.py` (needs munet-evolve[ray]; a few minutes on 2 cores).
 """
 
 from __future__ import annotations

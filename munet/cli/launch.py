@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Run agents as Ray tasks until each completed --cycles cycles, printing one line "
             "per finished generation and cycle, then the leaderboard. Give --agent PRESET "
             "--tasks T1,T2 once per preset (mixed presets run together). Without "
-            "--ray-address a local Ray on 127.0.0.1 is started. Needs munet[ray]."
+            "--ray-address a local Ray on 127.0.0.1 is started. Needs munet-evolve[ray]."
         ),
     )
     parser.add_argument(

@@ -46,12 +46,13 @@ def add_tracking_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="DIR",
         help="write TensorBoard event files there: per-path curves, generations, cycles "
-        "(needs munet[tensorboard])",
+        "(needs munet-evolve[tensorboard])",
     )
     parser.add_argument(
         "--wandb",
         action="store_true",
-        help="log the same to Weights & Biases (needs munet[wandb]; WANDB_MODE=offline works)",
+        help="log the same to Weights & Biases (needs munet-evolve[wandb]; WANDB_MODE=offline "
+        "works)",
     )
     parser.add_argument(
         "--wandb-project",

@@ -62,10 +62,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _requirement(package: str, module: str, extra: str) -> str:
     """``uses 'datasets' (installed)`` or ``needs 'datasets' (not installed: pip install
-    'munet[hf]')``: the install hint only where something is missing."""
+    'munet-evolve[hf]')``: the install hint only where something is missing."""
     if importlib.util.find_spec(module) is not None:
         return f"uses '{package}' (installed)"
-    return f"needs '{package}' (not installed: pip install 'munet[{extra}]')"
+    return f"needs '{package}' (not installed: pip install 'munet-evolve[{extra}]')"
 
 
 def _print_entries(entries: dict, width: int) -> None:

@@ -9,7 +9,7 @@ Public API:
 - `init_ray(address=None, num_cpus=None)`: connect, or start a local Ray on 127.0.0.1.
 - `run_agent(...)`: the body of an agent's task (no Ray needed; for tests and custom runners).
 
-Ray is an optional dependency (`pip install 'munet[ray]'`), imported only when launching.
+Ray is an optional dependency (`pip install 'munet-evolve[ray]'`), imported only when launching.
 """
 
 from munet.cluster.events import ReportingStore, format_event

@@ -24,7 +24,7 @@ def import_ray(local: bool = False):
         import ray
     except ImportError as err:
         raise ImportError(
-            "munet launch needs Ray: pip install 'munet[ray]' (or pip install 'ray>=2.9')"
+            "munet launch needs Ray: pip install 'munet-evolve[ray]' (or pip install 'ray>=2.9')"
         ) from err
     if local:
         # Ray imported earlier in this process read the variable already.

@@ -62,7 +62,7 @@ def save_onnx(munet_folder: str | os.PathLike[str], out_dir: str | os.PathLike[s
         import onnx
     except ImportError as error:
         raise ImportError(
-            "--format onnx needs the 'onnx' package: pip install 'munet[export]'"
+            "--format onnx needs the 'onnx' package: pip install 'munet-evolve[export]'"
         ) from error
     module, preprocessing = load_exported(munet_folder)
     vit = singlepath_vit(module, described(module, munet_folder))

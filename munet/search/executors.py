@@ -12,7 +12,7 @@ Drivers `submit` jobs under their own ids and `wait` for finished ones:
   (killed, out of memory, a lost node) is re-run by Ray up to `max_retries` times; an exception
   raised by the job itself is not retried and comes back as a failure.
 
-Ray is imported only inside `RayExecutor` (install the `munet[ray]` extra).
+Ray is imported only inside `RayExecutor` (install the `munet-evolve[ray]` extra).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from munet.job_cancel import run_watched
 
 JobFunction = Callable[[Any], Any]
 
-RAY_EXTRA_HINT = "Ray is not installed; install the extra with: pip install 'munet[ray]'"
+RAY_EXTRA_HINT = "Ray is not installed; install the extra with: pip install 'munet-evolve[ray]'"
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ class RayExecutor(Executor):
         local_num_cpus: CPUs of a local instance started here (None: all).
 
     Raises:
-        ImportError: Ray is not installed (names the `munet[ray]` extra).
+        ImportError: Ray is not installed (names the `munet-evolve[ray]` extra).
         ValueError: bad resource numbers.
     """
 

@@ -1,4 +1,4 @@
-"""TensorBoard event files (`--log-dir DIR`; needs `munet[tensorboard]`).
+"""TensorBoard event files (`--log-dir DIR`; needs `munet-evolve[tensorboard]`).
 
 Tags, per agent run directory ``DIR/<agent id>/``:
 
@@ -41,7 +41,7 @@ def import_summary_writer():
     except ImportError as error:
         raise ImportError(
             "--log-dir (TensorBoard) needs the optional package 'tensorboard' "
-            "(pip install 'munet[tensorboard]')"
+            "(pip install 'munet-evolve[tensorboard]')"
         ) from error
     return SummaryWriter
 

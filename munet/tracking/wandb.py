@@ -1,4 +1,4 @@
-"""Weights & Biases logging (`--wandb`; needs `munet[wandb]`).
+"""Weights & Biases logging (`--wandb`; needs `munet-evolve[wandb]`).
 
 One W&B run per agent: project ``--wandb-project`` (default ``munet-<state dir name>``), run
 name the agent id, group the state dir name, and a run id stable for (state dir, agent), so
@@ -34,7 +34,7 @@ def import_wandb():
         import wandb
     except ImportError as error:
         raise ImportError(
-            "--wandb needs the optional package 'wandb' (pip install 'munet[wandb]')"
+            "--wandb needs the optional package 'wandb' (pip install 'munet-evolve[wandb]')"
         ) from error
     return wandb
 

@@ -24,7 +24,9 @@ from munet.search.petridish_loop import PetridishSettings, run_petridish
 from .conftest import tiny_vit_settings
 
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install munet[ray])")
+ray = pytest.importorskip(
+    "ray", reason="the ray extra is not installed (pip install munet-evolve[ray])"
+)
 
 
 @pytest.fixture(scope="module")

@@ -157,9 +157,9 @@ def test_cli_lists_tasks_and_needs(capsys):
     ]
     for package, module, extra in optional:
         if importlib.util.find_spec(module) is None:
-            assert f"needs '{package}' (not installed: pip install 'munet[{extra}]')" in out
+            assert f"needs '{package}' (not installed: pip install 'munet-evolve[{extra}]')" in out
         else:
-            assert f"uses '{package}' (installed)" in out and f"munet[{extra}]" not in out
+            assert f"uses '{package}' (installed)" in out and f"munet-evolve[{extra}]" not in out
     assert main(["tasks", "list", "--all"]) == 0
     assert "visual_domain_decathlon/vgg-flowers" in capsys.readouterr().out
 

@@ -133,7 +133,10 @@ def test_a_tiny_run_stores_curves_and_writes_tensorboard_and_wandb(tmp_path, mon
 
 @pytest.mark.parametrize(
     ("flag", "module", "extra"),
-    [("--log-dir", "tensorboard", "munet[tensorboard]"), ("--wandb", "wandb", "munet[wandb]")],
+    [
+        ("--log-dir", "tensorboard", "munet-evolve[tensorboard]"),
+        ("--wandb", "wandb", "munet-evolve[wandb]"),
+    ],
 )
 def test_a_missing_backend_names_its_extra(tmp_path, monkeypatch, capsys, flag, module, extra):
     monkeypatch.setitem(sys.modules, module, None)  # import fails as if not installed

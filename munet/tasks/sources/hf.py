@@ -3,7 +3,7 @@
 `NAME_OR_DIR` is either a directory written by `Dataset.save_to_disk` /
 `DatasetDict.save_to_disk`, or a Hub dataset name already in the local cache (`cache_dir`, by
 default the `datasets` cache); nothing is downloaded: `HF_DATASETS_OFFLINE` / `HF_HUB_OFFLINE`
-are set unless the user set them. Needs the optional `datasets` package (`munet[hf]`).
+are set unless the user set them. Needs the optional `datasets` package (`munet-evolve[hf]`).
 
 Splits: `train`, `validation` (or `valid`, `val`, `dev`) and `test`; missing validation / test
 splits are carved from train by the seed's default rule. The image column is the first `Image`
@@ -39,7 +39,7 @@ def _import_datasets():
         import datasets
     except ImportError as error:
         raise ImportError(
-            "hf: tasks need the optional package 'datasets' (pip install 'munet[hf]')"
+            "hf: tasks need the optional package 'datasets' (pip install 'munet-evolve[hf]')"
         ) from error
     # Already imported before the variables were set: switch its config to offline as well.
     for flag in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"):

@@ -1,6 +1,6 @@
 """TensorFlow Datasets tasks: the seed's TFDS names (and `tfds:NAME`), from a prepared data_dir.
 
-Needs the optional `tensorflow-datasets` package (`munet[tfds]`, which also needs TensorFlow)
+Needs the optional `tensorflow-datasets` package (`munet-evolve[tfds]`, which also needs TensorFlow)
 and a `data_dir` where the dataset was prepared beforehand (`tfds build NAME --data_dir DIR`);
 nothing is downloaded here. Splits follow the seed's table (`munet.tasks.tfds_splits`). Each
 split is read once into memory as uint8 arrays (images of varying size are resized to the first
@@ -34,7 +34,7 @@ def _import_tfds():
     except ImportError as error:
         raise ImportError(
             "TFDS tasks need the optional package 'tensorflow-datasets' "
-            "(pip install 'munet[tfds]') and a data_dir where the dataset was prepared"
+            "(pip install 'munet-evolve[tfds]') and a data_dir where the dataset was prepared"
         ) from error
     return tfds
 
