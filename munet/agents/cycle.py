@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import random
 import time
 import zlib
@@ -41,7 +42,7 @@ import torch
 from munet.agents.devices import local_devices
 from munet.agents.mutation import MutationDecision, MutationPolicy, mutate_hparams
 from munet.agents.options import RunOptions, takes_run_options
-from munet.agents.path_training import PathTraining, Tensors
+from munet.agents.path_training import PathTrainer, Tensors
 from munet.agents.reports import (
     DECISIONS_LOGGER,
     AgentError,
@@ -53,20 +54,21 @@ from munet.agents.reports import (
     generation_line,
     generation_summary,
     log_level,
+    start_block,
 )
 from munet.agents.rescoring import rescore_finalists
-from munet.agents.run_loop import RunLoop
+from munet.agents.run_loop import AgentLines, RunLoop, RunProgress
 from munet.agents.tracked import track_generation
 from munet.config import DATASET_HPARAMS_PREFIX, AgentConfig
 from munet.system import Path, Population, ScorerDecay, SystemStore, format_agent_id
 from munet.system.component import AnyComponent
 from munet.tracking import Tracker
+from munet.training.loop import TrainStats
 
 # Mutation, selection and reuse decisions: shown by `munet run -v` (munet.cli.agents).
 log = logging.getLogger(DECISIONS_LOGGER)
 
 ROOT_TASK_PREFIX = "root_model/"
-
 
 
 def stable_seed(*parts: Any) -> int:
@@ -88,9 +90,7 @@ class BuiltModel:
     trainable: dict[str, Tensors]
 
 
-def device_tensors(
-    component: AnyComponent, device: torch.device, trainable: bool
-) -> Tensors:
+def device_tensors(component: AnyComponent, device: torch.device, trainable: bool) -> Tensors:
     """The component's tensors on ``device``: fresh leaves that require grad when trainable
     (the path's own copy to train), else the stored tensors moved (never written)."""
     if trainable:
@@ -101,7 +101,7 @@ def device_tensors(
     return {n: t.to(device) for n, t in component.tensors.items()}
 
 
-class Agent(PathTraining, RunLoop):
+class Agent:
     """Evolves paths for one task in a system state dir; subclasses say how a path is sampled
     and how its model is built (the seed's ``Vit`` / ``MultiVit`` class hierarchy).
 
@@ -115,7 +115,9 @@ class Agent(PathTraining, RunLoop):
         **option_values: the same options as keywords (``quiet=True``, ``detail="full"``,
             ...), applied over ``options``.
 
-    The task's data is read and checked here, before anything is written.
+    The task's data is read and checked here, before anything is written. The agent holds
+    its parts: a :class:`munet.agents.path_training.PathTrainer` (``trainer``), the run loop
+    (:class:`munet.agents.run_loop.RunLoop`) and its lines (``lines``).
 
     Raises:
         AgentError: a root-model pseudo task (use :func:`create_root_model`).
@@ -162,12 +164,63 @@ class Agent(PathTraining, RunLoop):
         )
         quiet = options.quiet
         self.progress = False if quiet and options.progress is None else options.progress
-        self.echo = options.echo or print
-        self.detail = options.detail
-        self.quiet = quiet
+        self.lines = AgentLines(quiet, options.detail, options.echo or print)
         self.policy = MutationPolicy.from_config(config)
         self.tracking = options.tracker
-        self._tracker: Tracker | None = None  # open during run()
+        self.trainer = PathTrainer(
+            self.config,
+            self.task,
+            self.agent_id,
+            self.devices,
+            build_model=self.build_model,
+            score=self.score,
+            say=self.lines.say,
+            progress=self.progress,
+        )
+
+    # The run ------------------------------------------------------------------------------
+    @property
+    def num_generations(self) -> int:
+        """Generations per cycle: ``ceil(num_samples_per_cycle / devices)``."""
+        return math.ceil(self.config.num_samples_per_cycle / len(self.devices))
+
+    def run(self, num_cycles: int, planned_cycles: int | None = None) -> RunReport:
+        """Runs cycles until ``num_cycles`` are complete (resuming from the committed state).
+
+        Other agents' published paths are re-read at the start of every cycle.
+
+        Args:
+            num_cycles: total completed cycles to reach.
+            planned_cycles: the total shown in progress messages, when the caller runs the
+                agent in several steps (default ``num_cycles``).
+
+        Raises:
+            AgentError: the system cannot feed this agent (no root model; for a multipath
+                agent, no state of its task's singlepath agent).
+            munet.system.AgentLockedError: another process runs this agent.
+        """
+        loop = RunLoop(self, self.lines, self.progress, self.tracking)
+        return loop.run(num_cycles, planned_cycles)
+
+    # Training (the trainer's; methods here so that a caller or a test can wrap them) -----
+    def train_paths(
+        self,
+        population: Population,
+        paths: list[Path],
+        data_seed: int,
+        data_hparams: dict[str, Any] | None = None,
+        num_validations: int | None = None,
+    ) -> TrainStats:
+        """See :meth:`munet.agents.path_training.PathTrainer.train_paths`."""
+        return self.trainer.train_paths(population, paths, data_seed, data_hparams, num_validations)
+
+    def run_test_eval(self, path: Path, test_immutability: bool = False) -> float:
+        """See :meth:`munet.agents.path_training.PathTrainer.run_test_eval`."""
+        return self.trainer.run_test_eval(path, test_immutability)
+
+    def full_validation_quality(self, path: Path) -> float:
+        """See :meth:`munet.agents.path_training.PathTrainer.full_validation_quality`."""
+        return self.trainer.full_validation_quality(path)
 
     # The policy: what an agent kind defines ---------------------------------------------------
     def agent_classes_to_load(self) -> list[str]:
@@ -219,6 +272,27 @@ class Agent(PathTraining, RunLoop):
         """A short description of a path's architecture for the summaries."""
         return ""
 
+    def start_block(self) -> list[str]:
+        """The lines a run starts with: the agent, its task and data, roots, model, devices."""
+        from munet.agents.task_data import task_source_label
+
+        roots = [
+            agent_id
+            for agent_id in self.store.agent_ids(self.agent_classes_to_load())
+            if "~root_model~" in agent_id
+        ]
+        devices = sorted({str(device) for device in self.devices})
+        return start_block(
+            self.agent_id,
+            self.task,
+            task_source_label(self.task_name, self.config.data),
+            roots,
+            self.config.name,
+            self.config.model,
+            self.num_generations,
+            f"{len(self.devices)} x {', '.join(devices)}" if len(self.devices) > 1 else devices[0],
+        )
+
     def _root_task_message(self, task_name: str) -> str:
         return f"{task_name!r} is a root model, not a task: create it with `munet root`"
 
@@ -240,7 +314,9 @@ class Agent(PathTraining, RunLoop):
             flops_fn=self.path_flops,
         )
 
-    def _load(self, announce: bool = True) -> tuple[Population, int, int]:
+    def load_population(self, announce: bool = True) -> tuple[Population, int, int]:
+        """The agent's population from its latest committed state (and the published paths
+        of the agents it reads), with the cycle and generation to resume at."""
         loaded = self.store.load(
             self.agent_id,
             self.agent_classes_to_load(),
@@ -250,49 +326,53 @@ class Agent(PathTraining, RunLoop):
         population = loaded.population
         self.check_population(population)
         if announce and loaded.state is not None:
-            self._say(
+            self.lines.say(
                 "start",
                 f"{self.agent_id}: continuing from state {loaded.state.name} "
-                f"(cycle {loaded.cycle}, generation {loaded.generation})"
+                f"(cycle {loaded.cycle}, generation {loaded.generation})",
             )
         return population, loaded.cycle, loaded.generation
 
-    def _score(self, population: Population, path: Path) -> float:
+    def score(self, population: Population, path: Path) -> float:
+        """The path's score in ``population`` (-inf for none)."""
         score = population.score(path)
         return float("-inf") if score is None else score
 
-    def _run_cycle(
+    def run_cycle(
         self,
         population: Population,
         cycle: int,
         first_generation: int,
         reports: list[GenerationReport],
         total_cycles: int,
+        progress: RunProgress,
     ) -> Path:
+        """Runs the cycle's generations from ``first_generation`` (each committed but the
+        last), then re-scores the finalists and test-evaluates the best path: returned."""
         best = population.get_best_path()
         if self.config.test_immutability and best is not None:
             self.run_test_eval(best, test_immutability=True)
         for generation in range(first_generation, self.num_generations):
-            report = self._run_generation(population, cycle, generation)
+            report = self._run_generation(population, cycle, generation, progress.tracker)
             reports.append(report)
-            self._pace.advance()
-            self._bar.update(1)
+            progress.pace.advance()
+            progress.bar.update(1)
             current = population.get_best_path()
             if current is not best:
-                if best is not None and self._score(population, current) < self._score(
+                if best is not None and self.score(population, current) < self.score(
                     population, best
                 ):
                     raise RuntimeError("the best path got worse: pruning removed a better path")
                 best = current
                 best.metrics["new_best"] = True
-                score = self._score(population, best)
-                self._say("detail", best_summary(best, score, self.describe_path(best)))
+                score = self.score(population, best)
+                self.lines.say("detail", best_summary(best, score, self.describe_path(best)))
             if generation + 1 < self.num_generations:
                 save_start = time.perf_counter()
                 self.store.save_state(population, cycle, generation + 1, self.config.to_dict())
                 report.save = time.perf_counter() - save_start
                 report.wall += report.save
-            self._say(
+            self.lines.say(
                 "generation",
                 generation_line(
                     report,
@@ -300,8 +380,8 @@ class Agent(PathTraining, RunLoop):
                     (cycle + 1, total_cycles),
                     (generation + 1, self.num_generations),
                     best,
-                    self._score(population, best) if best is not None else None,
-                    self._pace.eta_text(),
+                    self.score(population, best) if best is not None else None,
+                    progress.pace.eta_text(),
                 ),
             )
         if best is None or best not in population.own_paths:
@@ -318,11 +398,11 @@ class Agent(PathTraining, RunLoop):
         return best
 
     def _run_generation(
-        self, population: Population, cycle: int, generation: int
+        self, population: Population, cycle: int, generation: int, tracker: Tracker | None
     ) -> GenerationReport:
         start = time.perf_counter()
         rng = random.Random(f"{self.config.seed}:{self.agent_id}:{cycle}:{generation}")
-        self._say("detail", f"---- generation [{generation + 1}/{self.num_generations}]")
+        self.lines.say("detail", f"---- generation [{generation + 1}/{self.num_generations}]")
         ds_hparams, ds_decisions = self.sample_ds_hparams(population, rng)
         ds_hparams["num_classes"] = self.task.num_classes
         for decision in ds_decisions:
@@ -349,16 +429,14 @@ class Agent(PathTraining, RunLoop):
                 population.add_path(path)
         population.prune_population()
         report.wall = time.perf_counter() - start
-        if self._tracker is not None:
+        if tracker is not None:
             best = population.get_best_path()
-            score = functools.partial(self._score, population)
-            track_generation(
-                self._tracker, paths, best, score, cycle, generation, self.num_generations
-            )
+            score = functools.partial(self.score, population)
+            track_generation(tracker, paths, best, score, cycle, generation, self.num_generations)
         for line in generation_summary(
-            paths, report, self.agent_id, lambda p: self._score(population, p)
+            paths, report, self.agent_id, lambda p: self.score(population, p)
         ):
-            self._say("detail", line)
+            self.lines.say("detail", line)
         # Keep summaries only: the paths (and what they reference) go with the population.
         report.paths = [SampledPath.of(p) for p in paths]
         return report

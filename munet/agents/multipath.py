@@ -59,7 +59,7 @@ from munet.agents.singlepath import assemble_vit, model_arch
 from munet.agents.subpath_choice import (  # noqa: F401  (canonical: re-exported)
     EXCLUDED_TASK_SUFFIX,
     MAIN_PATH,
-    SubpathChoice,
+    SubpathChooser,
     canonical,
     slot_name,
 )
@@ -101,7 +101,7 @@ class _CachedPath:
         return self._cached(images)
 
 
-class MultipathAgent(SubpathChoice, Agent):
+class MultipathAgent(Agent):
     """Evolves multipath models for one task over the paths grown by singlepath agents (the
     seed's ``MultiVit`` family). See :class:`munet.agents.cycle.Agent` for the arguments.
 
@@ -123,6 +123,13 @@ class MultipathAgent(SubpathChoice, Agent):
         # Frozen subpaths' outputs, reused across the steps and generations of this agent.
         self.path_outputs = PathOutputCache(self.config.path_output_cache_mb * 2**20)
         self._agent_models: dict[str, str] = {}
+        self.subpaths = SubpathChooser(
+            self.agent_id,
+            self.task_name,
+            self.singlepath_class,
+            self.config.multipath_random_root,
+            self.store.root,
+        )
 
     @property
     def singlepath_class(self) -> str:
@@ -263,7 +270,7 @@ class MultipathAgent(SubpathChoice, Agent):
 
         parent, decay_log = decay_selection(
             population.own_paths,
-            lambda p: self._score(population, p),
+            lambda p: self.score(population, p),
             lambda p: p.metrics.get("offsprings", 0),
             rng,
             label=lambda p: p.full_id,
@@ -286,7 +293,7 @@ class MultipathAgent(SubpathChoice, Agent):
         # The generation's shared dataset hparams (and num_classes) win.
         hparams.update(ds_hparams)
 
-        lines += self._select_subpaths(population, hparams, parent, selected, rng)
+        lines += self.subpaths.select(population, hparams, parent, selected, rng)
         hparams["num_paths"] = len(selected)
         hparams["paths"] = {
             slot: {

@@ -28,17 +28,48 @@ from munet.training.optim import make_optimizer
 Tensors = dict[str, torch.Tensor]
 
 
-class PathTraining:
-    """`Agent`'s training and test evaluation (a mixin: the agent provides its config, task,
-    devices, progress and ``_say`` (its lines), and the policy's ``build_model`` and its
-    ``_score``)."""
+#: The policy's ``build_model(path, device, train)`` (a :class:`munet.agents.cycle.BuiltModel`).
+ModelBuilder = Callable[[Path, torch.device, bool], Any]
+#: ``score(population, path)``: the path's score, -inf for none.
+Scorer = Callable[[Population, Path], float]
+#: ``say(kind, line)``: the agent's lines (munet.agents.run_loop.AgentLines).
+Say = Callable[[str, str], None]
 
-    config: AgentConfig
-    task: Any  # munet.tasks.Task
-    agent_id: str
-    devices: Sequence[torch.device]
-    progress: bool | None
-    _say: Callable[[str, str], None]
+
+class PathTrainer:
+    """Trains and test-evaluates one agent's paths: held by :class:`munet.agents.cycle.Agent`,
+    given what it needs by name, so it reads alone.
+
+    Args:
+        config: the agent's config (precision, batch sizes, validations, tolerances).
+        task: its task (munet.tasks.Task): the batches of every split.
+        agent_id: the agent's id (a parent of another agent is beaten from -inf).
+        devices: one child is trained per device.
+        build_model: the agent kind's ``build_model``.
+        score: the population's score of a path.
+        say: where the per-path lines go.
+        progress: the training bars (None: when stderr is a terminal).
+    """
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        task: Any,
+        agent_id: str,
+        devices: Sequence[torch.device],
+        build_model: ModelBuilder,
+        score: Scorer,
+        say: Say,
+        progress: bool | None,
+    ) -> None:
+        self.config = config
+        self.task = task
+        self.agent_id = agent_id
+        self.devices = devices
+        self.build_model = build_model
+        self.score = score
+        self.say = say
+        self.progress = progress
 
     # Training -------------------------------------------------------------------------------
     def train_paths(
@@ -82,13 +113,13 @@ class PathTraining:
             )
             parent = path.parent
             same_agent = parent is not None and parent.agent_id == self.agent_id
-            threshold = self._score(population, parent) if same_agent else float("-inf")
+            threshold = self.score(population, parent) if same_agent else float("-inf")
             # The score to beat, for the audit (None: first path of this agent in the lineage).
             path.metrics["parent_score"] = threshold if same_agent else None
 
             def score_of_quality(quality: float, path: Path = path) -> float:
                 path.metrics["quality"] = quality
-                return self._score(population, path)
+                return self.score(population, path)
 
             candidates.append(
                 TrainCandidate(
@@ -164,9 +195,7 @@ class PathTraining:
         device = self.devices[0]
         model = self.build_model(path, device, train=False).model
         batches = self.task.full_validation_batches(path.hparams)
-        return evaluate_accuracy(
-            model, self._eval_batches(batches), device, self.config.precision
-        )
+        return evaluate_accuracy(model, self._eval_batches(batches), device, self.config.precision)
 
     # Test evaluation ------------------------------------------------------------------------
     def run_test_eval(self, path: Path, test_immutability: bool = False) -> float:
@@ -192,7 +221,7 @@ class PathTraining:
         )
         if has_known:
             delta = quality - float(known)
-            self._say(
+            self.say(
                 "detail", f"immutability of {path.full_id}: {float(known):.6f} ~= {quality:.6f}"
             )
             if not math.isclose(quality, float(known), rel_tol=self.config.immutability_rtol):
@@ -202,7 +231,7 @@ class PathTraining:
                     f"{self.config.immutability_rtol})"
                 )
         path.metrics["test_quality"] = quality
-        self._say(
+        self.say(
             "detail",
             f"{path.full_id}: test quality {quality:.4f} ({time.perf_counter() - start:.1f}s)",
         )

@@ -171,7 +171,7 @@ class SinglepathAgent(Agent):
                  if not path_saw_test_images_of(p, self.task_name)),
                 key=lambda p: (p.agent_id, p.id),
             ),  # fmt: skip
-            lambda p: self._score(population, p),
+            lambda p: self.score(population, p),
             lambda p: p.metrics.get("offsprings", 0),
             rng,
             label=lambda p: p.full_id,

@@ -3,8 +3,8 @@ parent's subpaths where they are still loaded and allowed, else distinct draws a
 other agents of the singlepath class (not VTAB-1k tasks; not a random-init root unless
 ``multipath_random_root``).
 
-A mixin of :class:`munet.agents.multipath.MultipathAgent`, apart so that the rules of the draw
-read in one place.
+:class:`SubpathChooser`, held by :class:`munet.agents.multipath.MultipathAgent`, applies them;
+apart so that the rules of the draw read in one place.
 """
 
 from __future__ import annotations
@@ -52,11 +52,37 @@ def canonical(paths: Sequence[Path]) -> list[Path]:
     return sorted(paths, key=lambda p: (p.agent_id, p.id))
 
 
+class SubpathChooser:
+    """Chooses a multipath child's subpaths for one agent (``select``), by the rules above.
 
-class SubpathChoice:
-    """``_select_subpaths`` and the root-eligibility rules it applies."""
+    Args:
+        agent_id: the multipath agent.
+        task_name: its task (paths that saw its test images are never drawn).
+        singlepath_class: the agent class whose paths are combined.
+        random_root_allowed: ``multipath_random_root``: a random-init root may be a subpath.
+        state_root: the state dir, for the error when nothing can be combined.
+    """
 
-    def _select_subpaths(
+    def __init__(
+        self,
+        agent_id: str,
+        task_name: str,
+        singlepath_class: str,
+        random_root_allowed: bool,
+        state_root: Any,
+    ) -> None:
+        self.agent_id = agent_id
+        self.task_name = task_name
+        self.singlepath_class = singlepath_class
+        self.random_root_allowed = random_root_allowed
+        self.state_root = state_root
+
+    @property
+    def main_agent_id(self) -> str:
+        """The same task's singlepath agent (where ``path_0`` comes from)."""
+        return format_agent_id(self.singlepath_class, self.task_name)
+
+    def select(
         self,
         population: Population,
         hparams: dict[str, Any],
@@ -105,7 +131,7 @@ class SubpathChoice:
             raise AgentError(
                 f"{self.agent_id} needs paths of another {self.singlepath_class} agent "
                 f"besides {self.main_agent_id}{self._root_hint()}; the system at "
-                f"{self.store.root} has none{left_out}: run a {self.singlepath_class} agent on "
+                f"{self.state_root} has none{left_out}: run a {self.singlepath_class} agent on "
                 f"another task{self._root_command_hint()}"
             )
         if len(chosen) < len(slots):
@@ -147,23 +173,18 @@ class SubpathChoice:
         return inherited
 
     def _is_excluded_root(self, agent_id: str) -> bool:
-        return (
-            agent_id == random_root_id(self.singlepath_class)
-            and not self.config.multipath_random_root
-        )
+        return agent_id == random_root_id(self.singlepath_class) and not self.random_root_allowed
 
     def _may_draw(self, agent_id: str) -> bool:
-        return may_draw(
-            agent_id, self.singlepath_class, self.config.multipath_random_root, self.task_name
-        )
+        return may_draw(agent_id, self.singlepath_class, self.random_root_allowed, self.task_name)
 
     def _root_hint(self) -> str:
-        if self.config.multipath_random_root:
+        if self.random_root_allowed:
             return " (or its root model)"
         return " (or a root model made from a checkpoint)"
 
     def _root_command_hint(self) -> str:
-        if self.config.multipath_random_root:
+        if self.random_root_allowed:
             return f", or `munet root --agent {self.singlepath_class}`"
         return (
             f", or `munet root --agent {self.singlepath_class} --root checkpoint --set "

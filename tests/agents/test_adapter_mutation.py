@@ -79,7 +79,7 @@ def test_a_child_adapts_its_frozen_blocks_and_trains_only_its_own_parts(adapted)
     # Trainable parts of a child of this path: its adapters and unlocked components only.
     built = agent.build_model(best, torch.device("cpu"), train=False)
     assert isinstance(built.model.module, AdaptedVisionTransformer)
-    child = agent.sample_path(agent._load(announce=False)[0], {"ds_image_size": 8,
+    child = agent.sample_path(agent.load_population(announce=False)[0], {"ds_image_size": 8,
                               "num_classes": 10}, random.Random(0), (9, 9, 9))  # fmt: skip
     trainable = agent.build_model(child, torch.device("cpu"), train=True).trainable
     owned = {c.name for c in child.comps_only() if c.is_trainable()}
@@ -109,7 +109,7 @@ def test_adapters_round_trip_through_the_store_and_export(adapted, tmp_path):
     # Scores agree: accounted params and FLOPs include the adapters after loading too.
     population = store.load(AGENT, ["VitCpu"], scorer=agent._scorer()).population
     assert population.score(population.get_best_path()) == pytest.approx(
-        agent._score(agent._load(announce=False)[0], best)
+        agent.score(agent.load_population(announce=False)[0], best)
     )
     assert agent.path_flops(best) > agent.path_flops(_without_adapters(best))
     # Export and load: the standalone module gives the agent's logits.

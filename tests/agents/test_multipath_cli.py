@@ -37,7 +37,7 @@ state, agent_class, task, out = sys.argv[1:5]
 store = SystemStore(state)
 config = resolve_config(agent_class, (), store, task)
 agent = make_agent(config, task, store, progress=False, echo=lambda _: None)
-population, *_ = agent._load(announce=False)
+population, *_ = agent.load_population(announce=False)
 best = population.get_best_path()
 sizes = best.hparams["ds_image_size"]
 generator = torch.Generator().manual_seed(0)
@@ -131,7 +131,7 @@ def test_killed_multipath_run_resumes_and_loads_in_a_fresh_process(tmp_path):
 
     config = resolve_config("MultiVitCpu", (), store, "digits")
     agent = make_agent(config, "digits", store, progress=False, echo=lambda _: None)
-    best = agent._load(announce=False)[0].get_best_path()
+    best = agent.load_population(announce=False)[0].get_best_path()
     generator = torch.Generator().manual_seed(0)
     images = {
         int(s): torch.rand(5, 3, int(s), int(s), generator=generator)

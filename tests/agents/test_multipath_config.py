@@ -84,7 +84,7 @@ def test_task_without_singlepath_state_is_an_error_before_any_work(mp_config, st
 
 def test_loads_its_singlepath_class_only(mp_config, state):
     agent_for(mp_config, state, "synth/color").run(1)
-    population, *_ = agent_for(mp_config, state)._load(announce=False)
+    population, *_ = agent_for(mp_config, state).load_population(announce=False)
     # Not the other multipath agent's paths (its published subpaths are VitCpu paths anyway).
     assert sorted(population.paths) == [
         "VitCpu~digits", "VitCpu~root_model~random_init", "VitCpu~synth~color"

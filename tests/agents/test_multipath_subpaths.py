@@ -52,7 +52,7 @@ class FixedMutation:
 # Sampling --------------------------------------------------------------------------------------
 def test_first_child_takes_path_0_as_parent_and_the_defaults(mp_config, state, monkeypatch):
     agent = agent_for(mp_config, state)
-    population, *_ = agent._load(announce=False)
+    population, *_ = agent.load_population(announce=False)
     mutation = FixedMutation(num_paths=3)
     monkeypatch.setattr(multipath, "mutate_hparams", mutation)
     main = canonical(population.paths[SP])
@@ -98,7 +98,7 @@ def test_child_of_an_own_parent_keeps_its_subpaths_and_clones_router(
     mp_config, state, monkeypatch
 ):
     agent = agent_for(mp_config, state)
-    population, *_ = agent._load(announce=False)
+    population, *_ = agent.load_population(announce=False)
     monkeypatch.setattr(multipath, "mutate_hparams", FixedMutation(num_paths=2))
     ds = {"num_classes": 10}
     first = agent.sample_path(population, ds, ScriptedRng([], [0, 0]))  # path_1 = root.
@@ -132,7 +132,7 @@ def test_no_own_parent_selected_takes_path_0_with_the_best_own_paths_hparams(
     mp_config, state, monkeypatch
 ):
     agent = agent_for(mp_config, state)
-    population, *_ = agent._load(announce=False)
+    population, *_ = agent.load_population(announce=False)
     monkeypatch.setattr(multipath, "mutate_hparams", FixedMutation(num_paths=2))
     ds = {"num_classes": 10}
     own = agent.sample_path(population, ds, ScriptedRng([], [0, 0]))
@@ -169,7 +169,7 @@ def test_too_few_agents_uses_the_paths_there_are_and_none_is_an_error(
     mp_config, state, monkeypatch
 ):
     agent = agent_for(mp_config, state)
-    population, *_ = agent._load(announce=False)
+    population, *_ = agent.load_population(announce=False)
     del population.paths["VitCpu~synth~color"]
     monkeypatch.setattr(multipath, "mutate_hparams", FixedMutation(num_paths=3))
     path = agent.sample_path(population, {"num_classes": 10}, ScriptedRng([], [0, 0]))
@@ -186,7 +186,7 @@ def test_too_few_agents_uses_the_paths_there_are_and_none_is_an_error(
 def test_default_never_draws_the_random_init_root(default_config, state, monkeypatch):
     assert get_preset("MultiVitCpu").multipath_random_root is False
     agent = agent_for(default_config, state)
-    population, *_ = agent._load(announce=False)
+    population, *_ = agent.load_population(announce=False)
     assert population.paths[ROOT]  # Loaded, but not eligible.
     monkeypatch.setattr(multipath, "mutate_hparams", FixedMutation(num_paths=3))
     rng = RecordingRng([], [0, 0])
@@ -204,7 +204,7 @@ def test_default_redraws_an_inherited_random_init_root(
     mp_config, default_config, state, monkeypatch
 ):
     seed_agent = agent_for(mp_config, state)
-    population, *_ = seed_agent._load(announce=False)
+    population, *_ = seed_agent.load_population(announce=False)
     monkeypatch.setattr(multipath, "mutate_hparams", FixedMutation(num_paths=2))
     parent = seed_agent.sample_path(population, {"num_classes": 10}, ScriptedRng([], [0, 0]))
     assert parent.hparams["paths"]["path_1"]["agent_id"] == ROOT  # The seed's rule.
@@ -220,7 +220,7 @@ def test_default_redraws_an_inherited_random_init_root(
 
 def test_default_keeps_a_checkpoint_root_eligible(default_config, state, monkeypatch):
     agent = agent_for(default_config, state)
-    population, *_ = agent._load(announce=False)
+    population, *_ = agent.load_population(announce=False)
     del population.paths["VitCpu~synth~color"]
     root = population.paths[ROOT][0]
     pretrained = hand_built(
@@ -235,7 +235,7 @@ def test_default_keeps_a_checkpoint_root_eligible(default_config, state, monkeyp
 
 def test_default_with_only_a_random_init_root_names_the_option(default_config, state, monkeypatch):
     agent = agent_for(default_config, state)
-    population, *_ = agent._load(announce=False)
+    population, *_ = agent.load_population(announce=False)
     del population.paths["VitCpu~synth~color"]
     monkeypatch.setattr(multipath, "mutate_hparams", FixedMutation(num_paths=2))
     with pytest.raises(AgentError, match="multipath_random_root=true"):
@@ -246,7 +246,7 @@ def test_missing_inherited_subpath_is_redrawn_distinct_from_the_later_ones(
     default_config, state, monkeypatch
 ):
     agent = agent_for(default_config, state)
-    population, *_ = agent._load(announce=False)
+    population, *_ = agent.load_population(announce=False)
     color = population.paths["VitCpu~synth~color"][0]
     shape = hand_built(population, color, "VitCpu~synth~shape", "synth/shape")
     monkeypatch.setattr(multipath, "mutate_hparams", FixedMutation(num_paths=3))
@@ -273,7 +273,7 @@ def test_missing_inherited_subpath_with_nothing_left_to_draw_keeps_the_later_one
     default_config, state, monkeypatch
 ):
     agent = agent_for(default_config, state)
-    population, *_ = agent._load(announce=False)
+    population, *_ = agent.load_population(announce=False)
     color = population.paths["VitCpu~synth~color"][0]
     monkeypatch.setattr(multipath, "mutate_hparams", FixedMutation(num_paths=3))
     parent = agent.sample_path(population, {"num_classes": 10}, ScriptedRng([], [0, 0]))

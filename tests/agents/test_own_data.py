@@ -331,7 +331,7 @@ def test_multipath_path_exports_with_its_subpaths(tmp_path, capsys):
     model, preprocess = load_exported(export)
     agent_config = resolve_config("MultiVitCpu", (), store, "flowers")
     agent = make_agent(agent_config, "flowers", store, progress=False, echo=lambda _: None)
-    population, *_ = agent._load(announce=False)
+    population, *_ = agent.load_population(announce=False)
     best = population.get_best_path()
     assert config["provenance"]["full_id"] == best.full_id
     generator = torch.Generator().manual_seed(0)

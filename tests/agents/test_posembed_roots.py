@@ -29,7 +29,7 @@ def add_second_root(config, state_dir) -> None:
 def test_each_lineage_gets_its_own_roots_resized_embedding(tiny_config, state_dir):
     add_second_root(tiny_config, state_dir)
     agent = SinglepathAgent(tiny_config, "digits", state_dir, progress=False, echo=lambda _: None)
-    population, _, _ = agent._load()
+    population, _, _ = agent.load_population()
     roots = sorted(
         (p for p in population.all_paths() if p.parent is None), key=lambda p: p.agent_id
     )

@@ -60,10 +60,10 @@ def test_run_options_are_one_object_or_the_same_keywords(tiny_config, state_dir,
 
     options = RunOptions(progress=False, detail="cycle")
     agent = SinglepathAgent(tiny_config, "digits", state_dir, options=options)
-    assert (agent.detail, agent.progress, agent.quiet) == ("cycle", False, False)
+    assert (agent.lines.detail, agent.progress, agent.lines.quiet) == ("cycle", False, False)
     # Keywords apply over the object; the object itself is not changed (frozen).
     agent = munet.make_agent(tiny_config, "digits", state_dir, options=options, quiet=True)
-    assert agent.quiet and agent.detail == "cycle" and not options.quiet
+    assert agent.lines.quiet and agent.lines.detail == "cycle" and not options.quiet
     assert agent.options == RunOptions(progress=False, detail="cycle", quiet=True)
     with pytest.raises(TypeError, match="unknown agent option.*verbose.*known: detail"):
         SinglepathAgent(tiny_config, "digits", state_dir, verbose=True)
