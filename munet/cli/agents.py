@@ -119,7 +119,12 @@ def _fail(message: object) -> int:
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds `root`, `run`, `leaderboard` and `demo`."""
     from munet.cli.options import add_split_options, add_tracking_options
-    from munet.config import DEFAULT_DEMO_CYCLES, DEFAULT_DEMO_STATE_DIR, DEMO_MULTIPATH_TASKS
+    from munet.config import (
+        DEFAULT_DEMO_CYCLES,
+        DEFAULT_DEMO_STATE_DIR,
+        DEMO_MULTIPATH_TASKS,
+        DEMO_TASKS,
+    )
 
     root = subparsers.add_parser(
         "root",
@@ -132,8 +137,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         choices=["pretrained", "random_init", "checkpoint"],
         help=(
-            "pretrained (the preset's built-in root; the default where its card marks it so: "
-            "VitCpu), random_init (the default elsewhere), or checkpoint (needs --set "
+            # The presets munet.agents.root.default_root_kind starts from their built-in root
+            # (tests/cli/test_help_defaults.py checks the list; --help imports no torch).
+            "pretrained (the preset's built-in root; the default of VitCpu and VitT3, which "
+            "ship one), random_init (the default elsewhere), or checkpoint (needs --set "
             "checkpoint_path=PATH: an augreg .npz, a .safetensors or .pth/.bin state dict, or a "
             "Hugging Face save_pretrained folder)"
         ),
@@ -197,8 +204,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     _add_common(demo, DEFAULT_DEMO_STATE_DIR)
-    demo.add_argument("--cycles", type=int, default=DEFAULT_DEMO_CYCLES, help="cycles per task")
-    demo.add_argument("--task", action="append", dest="tasks", help="tasks (default: the four)")
+    demo.add_argument(
+        "--cycles",
+        type=int,
+        default=DEFAULT_DEMO_CYCLES,
+        help="cycles per task (default %(default)s)",
+    )
+    demo.add_argument(
+        "--task",
+        action="append",
+        dest="tasks",
+        help=f"a task (repeatable; default: {', '.join(DEMO_TASKS)})",
+    )
     demo.add_argument(
         "--workers",
         type=int,
@@ -209,7 +226,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--multipath-tasks",
         type=int,
         default=DEMO_MULTIPATH_TASKS,
-        help="then MultiVitCpu agents on this many of the weakest tasks (0: skip the stage)",
+        help="then MultiVitCpu agents on this many of the weakest tasks (default %(default)s; "
+        "0: skip the stage)",
     )
     demo.add_argument(
         "--root",

@@ -41,6 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from munet.benchmark.plan import (
         AGENT_OVERRIDES,
         DEFAULT_ADAPTER_BOTTLENECK,
+        DEFAULT_SEEDS,
         DEFAULT_STEPS,
         DEFAULT_SYSTEM_BUDGET,
         METHODS,
@@ -65,12 +66,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--tasks", type=_csv, default=None, help="comma-separated (default: the suite)"
     )
-    parser.add_argument("--seeds", default=None, help="comma-separated (default 0,1,2)")
+    parser.add_argument(
+        "--seeds",
+        default=None,
+        help=f"comma-separated (default {','.join(map(str, DEFAULT_SEEDS))})",
+    )
     parser.add_argument(
         "--steps",
         type=int,
         default=None,
-        help=f"train steps per task and method (default {DEFAULT_STEPS}; --quick {QUICK_STEPS})",
+        help=f"train steps per task and method, rounded to whole agent paths (default "
+        f"{DEFAULT_STEPS}; --quick {QUICK_STEPS})",
     )
     parser.add_argument(
         "--workers", type=int, default=1, help="cells run in this many processes (default 1)"

@@ -7,10 +7,18 @@ from __future__ import annotations
 
 import argparse
 
+# The split rules' sizes as the help states them. munet.tasks.splits holds them
+# (DEFAULT_SHARE, OWN_DATA_SHARE, OWN_DATA_MIN_EXAMPLES, OWN_DATA_MAX_SHARE), but importing it
+# imports torch, which `--help` must not; tests/cli/test_help_defaults.py checks these against
+# it, so the two cannot drift apart.
+SEED_SHARE = "5%"
+OWN_DATA_SIZE = "max(10%, 200 examples), at most 20%,"
+
 
 def add_split_options(parser: argparse.ArgumentParser) -> None:
     """`--val-split` and `--test-split` (munet.tasks.splits)."""
-    for flag, split in (("--val-split", "validation"), ("--test-split", "test")):
+    flags = (("--val-split", "validation", "--test-split"), ("--test-split", "test", "--val-split"))
+    for flag, split, other in flags:
         parser.add_argument(
             flag,
             default=None,
@@ -18,8 +26,11 @@ def add_split_options(parser: argparse.ArgumentParser) -> None:
             help=(
                 f"carve the {split} split from the train pool, stratified by class: a fraction "
                 "in (0, 1) or a count of examples; stored with the state like --data (default: "
-                f"the data's own {split} split, else the seed's 5%% slice)"
-            ),
+                f"the data's own {split} split; where it has none, a stratified {OWN_DATA_SIZE} "
+                "of the pool for --data folder:, npz: or hf: (the own-data rule) and the "
+                f"seed's {SEED_SHARE} slice for munet's tasks and tfds:; with {other} given, "
+                f"a stratified {SEED_SHARE})"
+            ).replace("%", "%%"),  # argparse formats help with %
         )
 
 
