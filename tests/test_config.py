@@ -130,6 +130,36 @@ def test_unknown_override_key_lists_close_matches():
         apply_overrides(get_preset("VitT3"), ["opt_lrr=0.1"])
 
 
+def test_unknown_override_key_names_at_most_three_and_not_every_key():
+    """Issue 53: the message held all ~90 keys on one line. Now: the nearest three, in the
+    wording task names use (one helper), and the command that shows every key."""
+    with pytest.raises(ConfigError) as caught:
+        apply_overrides(get_preset("VitCpu"), ["hparams_defaults.opt_l=5"])
+    message = str(caught.value)
+    assert message == (
+        "unknown config key 'hparams_defaults.opt_l' (did you mean 'hparams_defaults.opt_lr' "
+        "or 'hparams_defaults._mu_' or 'hparams_defaults.opt_nesterov'?); `munet config "
+        "show --agent VitCpu` shows the config, every key with its value"
+    )
+    # Nothing close: no hint, still the command.
+    with pytest.raises(ConfigError, match=r"^unknown config key 'zzz'; `munet config show"):
+        apply_overrides(get_preset("VitCpu"), ["zzz=1"])
+    # A table is set key by key, so it is never suggested whole.
+    with pytest.raises(ConfigError) as caught:
+        apply_overrides(get_preset("VitCpu"), ["hparams_default=1"])
+    assert "'hparams_defaults'" not in str(caught.value)
+
+
+def test_unknown_stored_config_key_names_close_ones():
+    data = get_preset("VitCpu").to_dict()
+    data["batchsize"] = data.pop("batch_size")
+    with pytest.raises(ConfigError) as caught:
+        AgentConfig.from_dict(data)
+    message = str(caught.value)
+    assert message.startswith("unknown config keys 'batchsize' (did you mean 'batch_size'")
+    assert "munet config show --agent VitCpu" in message and "known:" not in message
+
+
 @pytest.mark.parametrize(
     "item, message",
     [

@@ -15,12 +15,13 @@ per task than their fine-tuning baselines.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from munet.hints import did_you_mean
 
 METHODS = ("system", "finetune", "linear", "adapters", "cnn")
 BASELINE = "finetune"
@@ -254,7 +255,8 @@ def make_settings(
     for method in methods:
         if method not in METHODS:
             raise BenchmarkError(
-                f"unknown method {method!r}{_hint(method, METHODS)}; known: {', '.join(METHODS)}"
+                f"unknown method {method!r}{did_you_mean(method, METHODS)}; "
+                f"known: {', '.join(METHODS)}"
             )
     if len(set(methods)) != len(methods):
         raise BenchmarkError(f"a method appears twice in --methods: {','.join(methods)}")
@@ -263,7 +265,8 @@ def make_settings(
         if not is_known_task_name(task):
             names = known_task_names()
             raise BenchmarkError(
-                f"unknown task {task!r}{_hint(task, names)}; the suite: {', '.join(SUITE_TASKS)}"
+                f"unknown task {task!r}{did_you_mean(task, names)}; "
+                f"the suite: {', '.join(SUITE_TASKS)}"
             )
     if len(set(tasks)) != len(tasks):
         raise BenchmarkError(f"a task appears twice in --tasks: {','.join(tasks)}")
@@ -284,7 +287,7 @@ def make_settings(
     _check_system_budget(system_budget)
     if preset not in AGENT_OVERRIDES:
         raise BenchmarkError(
-            f"--agent {preset!r}{_hint(preset, AGENT_OVERRIDES)}: expected one of "
+            f"--agent {preset!r}{did_you_mean(preset, AGENT_OVERRIDES)}: expected one of "
             f"{', '.join(AGENT_OVERRIDES)} (the agents with a CPU-sized benchmark path shape)"
         )
     return Settings(
@@ -339,9 +342,6 @@ def _root_settings(root: str | None) -> dict[str, str]:
     return {"root": str(path.resolve()), "root_sha256": sha256_file(path)}
 
 
-def _hint(name: str, names: Any) -> str:
-    close = difflib.get_close_matches(name, list(names), n=3)
-    return f" (did you mean {', '.join(close)}?)" if close else ""
 
 
 def settings_mismatch(stored: dict[str, Any], wanted: dict[str, Any]) -> str | None:

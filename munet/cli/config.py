@@ -19,6 +19,7 @@ import sys
 from typing import Any
 
 from munet.cli.agents import AGENT_HELP, DEFAULT_STATE_DIR, _add_config
+from munet.hints import did_you_mean
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -109,8 +110,6 @@ def config_value(data: dict[str, Any], key: str) -> Any:
     hparams = data.get("hparams_defaults") or {}
     if key in hparams:
         return hparams[key]
-    from munet.tasks.registry import did_you_mean
-
     known = [*data, *hparams]
     raise ValueError(
         f"unknown config key {key!r}{did_you_mean(key, known)}; `munet config show --agent "

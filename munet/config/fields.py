@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from munet.hints import did_you_mean
+
 # Numeric precisions of training and evaluation (munet.training.precision.PRECISIONS; repeated
 # here so this module stays free of torch).
 PRECISIONS = ("fp32", "bf16", "auto")
@@ -216,7 +218,11 @@ class AgentConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ConfigError(f"unknown config keys {unknown}; known: {', '.join(sorted(known))}")
+            named = ", ".join(f"{key!r}{did_you_mean(key, known)}" for key in unknown)
+            raise ConfigError(
+                f"unknown config keys {named}; `munet config show --agent "
+                f"{data.get('name') or 'NAME'}` shows the keys this munet knows"
+            )
         values = dict(data)
         scorer = values.get("scorer", {})
         if isinstance(scorer, dict):

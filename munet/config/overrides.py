@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import difflib
 import json
 from collections.abc import Iterable
 from typing import Any
 
 from munet.config.fields import AgentConfig, ConfigError, ScorerConfig
 from munet.config.rules import OPTIONAL_HPARAMS
+from munet.hints import did_you_mean
 
 
 def _parse_bool(text: str, key: str) -> bool:
@@ -55,7 +55,9 @@ def parse_value(text: str, current: Any, key: str) -> Any:
 
 
 def _all_keys(config: AgentConfig) -> list[str]:
-    keys = [f.name for f in dataclasses.fields(config) if f.name != "scorer"]
+    # The keys --set takes: the tables (scorer, hparams) only key by key.
+    tables = ("scorer", "hparams_defaults", "hparams_mutation_ranges")
+    keys = [f.name for f in dataclasses.fields(config) if f.name not in tables]
     keys += [f"scorer.{f.name}" for f in dataclasses.fields(config.scorer)]
     keys += [f"hparams_defaults.{k}" for k in config.hparams_defaults]
     keys += [f"hparams_mutation_ranges.{k}" for k in config.hparams_mutation_ranges]
@@ -121,7 +123,9 @@ def _set_key(config: AgentConfig, key: str, text: str) -> None:
         current = config.hparams_defaults.get(key, OPTIONAL_HPARAMS.get(key))
         config.hparams_defaults[key] = parse_value(text, current, key)
         return
-    known = _all_keys(config)
-    close = difflib.get_close_matches(key, known, n=3, cutoff=0.6)
-    hint = f"; did you mean {', '.join(close)}?" if close else ""
-    raise ConfigError(f"unknown config key {key!r}{hint} (known: {', '.join(known)})")
+    # The ~90 known keys would bury the hint on one line: the nearest three, and where to see
+    # them all.
+    raise ConfigError(
+        f"unknown config key {key!r}{did_you_mean(key, _all_keys(config))}; "
+        f"`munet config show --agent {config.name}` shows the config, every key with its value"
+    )

@@ -5,7 +5,6 @@ demo's settings; `get_preset` builds one by name."""
 from __future__ import annotations
 
 import copy
-import difflib
 from collections.abc import Callable
 
 from munet.config.fields import AgentConfig, ConfigError, ScorerConfig
@@ -18,6 +17,7 @@ from munet.config.seed_presets import (
     vit_r_ti,
     vit_ti3,
 )
+from munet.hints import did_you_mean
 
 
 def vit_cpu() -> AgentConfig:
@@ -225,7 +225,6 @@ def get_preset(name: str) -> AgentConfig:
         ConfigError: unknown preset name (the message lists the known ones).
     """
     if name not in PRESETS:
-        close = difflib.get_close_matches(name, PRESETS, n=3)
-        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        hint = did_you_mean(name, PRESETS)
         raise ConfigError(f"unknown agent {name!r}{hint}; known: {', '.join(PRESETS)}")
     return PRESETS[name]().validate()

@@ -18,13 +18,13 @@ paths), `check_task_name_for_data` refuses names that already mean a task.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from munet.hints import did_you_mean
 from munet.tasks.sources.base import (
     DEFAULT_SPLIT_RULE,
     OWN_DATA_SPLIT_RULE,
@@ -128,12 +128,6 @@ def known_task_names() -> list[str]:
     from munet.tasks.tfds_splits import tfds_task_names
 
     return [*_REGISTRY, *tfds_task_names()]
-
-
-def did_you_mean(name: str, names: Iterable[str]) -> str:
-    """`` (did you mean 'digits'?)`` for a name close to some of ``names``, else ``""``."""
-    close = difflib.get_close_matches(name, list(names), n=3, cutoff=0.6)
-    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
 
 
 def unknown_task_error(name: str) -> ValueError:

@@ -97,7 +97,7 @@ def test_rerun_uses_the_stored_config(tmp_path, capsys):
                 "--set",
                 "bach_size=2",
             ],
-            "unknown config key 'bach_size'; did you mean batch_size",
+            "unknown config key 'bach_size' (did you mean 'batch_size'",
         ),
         (["run", "--agent", "VitCpu", "--task", "digits", "--cycles", "1"], "create a root model"),
         (["root", "--agent", "VitCpu", "--root", "checkpoint"], "needs a local checkpoint file"),

@@ -133,14 +133,14 @@ def test_a_settings_file_from_before_the_system_budget_resumes_at_budget_one(tmp
     [
         ({"methods": ["finetune", "lora"]}, "unknown method 'lora'"),
         ({"methods": ["cnn", "cnn"]}, "appears twice"),
-        ({"tasks": ["digts"]}, "unknown task 'digts' \\(did you mean digits"),
+        ({"tasks": ["digts"]}, "unknown task 'digts' \\(did you mean 'digits'"),
         ({"seeds": []}, "--seeds is empty"),
         ({"seeds": [0, 0]}, "distinct non-negative"),
         ({"seeds": [-1]}, "distinct non-negative"),
         ({"steps": 0}, "--steps 0"),
         ({"system_budget": 0}, "--system-budget 0"),
         ({"system_budget": 1.5}, "--system-budget 1.5"),
-        ({"preset": "VitT"}, "--agent 'VitT' \\(did you mean VitT3"),
+        ({"preset": "VitT"}, "--agent 'VitT' \\(did you mean 'VitT3'"),
         ({"preset": "VitB"}, "--agent 'VitB'.*expected one of VitCpu, VitCpuHybrid, VitT3"),
     ],
 )

@@ -12,7 +12,7 @@ from munet.cli import main
     ("args", "message"),
     [
         (["--methods", "system,lora"], "unknown method 'lora'"),
-        (["--tasks", "digits,synth/shap"], "unknown task 'synth/shap' (did you mean synth/shape"),
+        (["--tasks", "digits,synth/shap"], "unknown task 'synth/shap' (did you mean 'synth/shape'"),
         (["--seeds", "0,x"], "--seeds '0,x': expected comma-separated non-negative integers"),
         (["--seeds", "1,1"], "expected distinct non-negative integers"),
         (["--seeds", "-1"], "expected distinct non-negative integers"),
@@ -21,7 +21,7 @@ from munet.cli import main
         (["--set", "no_such_key=1"], "no_such_key"),
         (["--adapter-bottleneck", "0"], "adapter bottleneck 0: expected a positive width"),
         (["--system-budget", "0"], "--system-budget 0: expected a whole number of task budgets"),
-        (["--agent", "VitT"], "--agent 'VitT' (did you mean VitT3"),
+        (["--agent", "VitT"], "--agent 'VitT' (did you mean 'VitT3'"),
         (["--agent", "VitT3", "--set", "no_such_key=1"], "no_such_key"),
     ],
 )

@@ -108,7 +108,7 @@ def test_config_show_reads_the_config_stored_with_the_agent(grown, capsys):
     assert json.loads(captured.out)["batch_size"] == 8  # the tiny run's, not the preset's 32
     assert "stored with VitCpu~digits/state_1_0" in captured.err
     assert main([*argv, "--set", "batch_sze=3"]) == 2
-    assert "did you mean batch_size" in capsys.readouterr().err
+    assert "did you mean 'batch_size'" in capsys.readouterr().err
 
 
 def test_a_run_with_nothing_to_do_says_so(grown, capsys):
