@@ -39,7 +39,14 @@ from munet.config import (
     AgentConfig,
 )
 from munet.lifeline import die_with_parent
-from munet.progress import Pace, bars_enabled, progress_bar, write_line
+from munet.progress import (
+    Stage,
+    StagedPace,
+    bars_enabled,
+    progress_bar,
+    status_source,
+    write_line,
+)
 from munet.report.html import write_report
 from munet.report.leaderboard import format_leaderboard
 from munet.system import SystemStore
@@ -122,6 +129,11 @@ def _run_agent_cycle(
         AgentConfig.from_dict(config_data), task, state_dir, quiet=True, tracker=tracking
     )
     report = agent.run(cycle, planned_cycles=planned)
+    return cycle_summary(task, report, time.perf_counter() - start)
+
+
+def cycle_summary(task: str, report: RunReport, seconds: float) -> dict[str, Any]:
+    """An agent cycle's result as the demo's line shows it (picklable: a worker sends it)."""
     best = report.best
     return {
         "task": task,
@@ -132,7 +144,7 @@ def _run_agent_cycle(
         "test_quality": (
             best.metrics.get("test_quality", float("nan")) if best is not None else float("nan")
         ),
-        "seconds": time.perf_counter() - start,
+        "seconds": seconds,
     }
 
 
@@ -187,6 +199,8 @@ def run_demo(
     tasks = list(dict.fromkeys(tasks))  # One agent per task: a task given twice runs once.
     store = SystemStore(str(state_dir))
     workers = default_workers(len(tasks)) if workers is None else workers
+    pace = demo_pace(len(tasks), cycles, workers, multipath_tasks, multipath_cycles)
+    echo(plan_line(tasks, cycles, workers, pace, str(state_dir)))
     configs = {task: resolve_config(DEMO_AGENT, overrides, store, task) for task in tasks}
     # Built here (in the parent) so a bad task is an error before any work.
     agents = {
@@ -208,24 +222,30 @@ def run_demo(
     echo(
         f"root model {root.full_id}: {len(root.components)} components, {root.num_params()} params"
     )
-    _run_rounds(agents, configs, str(state_dir), cycles, workers, echo, progress, tracking)
-    reports = {}
-    for task, agent in agents.items():
-        loaded = store.load(agent.agent_id, [DEMO_AGENT])
-        best = loaded.population.get_best_path()
-        reports[task] = RunReport(agent.agent_id, loaded.cycle, [], best)
-    comparison = _multipath_stage(
-        store,
-        reports,
-        overrides,
-        multipath_tasks,
-        multipath_cycles,
-        workers,
-        progress,
-        echo,
-        tracking,
-        detail,
-    )
+    # A heartbeat line (munet.progress.Heartbeat, in a log) says the time left of both stages.
+    with status_source(lambda: f"demo: {pace.describe()}"):
+        _run_rounds(
+            agents, configs, str(state_dir), cycles, workers, echo, pace, SINGLEPATH, progress,
+            tracking,
+        )  # fmt: skip
+        reports = {}
+        for task, agent in agents.items():
+            loaded = store.load(agent.agent_id, [DEMO_AGENT])
+            best = loaded.population.get_best_path()
+            reports[task] = RunReport(agent.agent_id, loaded.cycle, [], best)
+        comparison = _multipath_stage(
+            store,
+            reports,
+            overrides,
+            multipath_tasks,
+            multipath_cycles,
+            workers,
+            progress,
+            echo,
+            pace,
+            tracking,
+            detail,
+        )
     rows = leaderboard_rows(store, [DEMO_AGENT, DEMO_MULTIPATH_AGENT])
     seconds = time.perf_counter() - start
     echo("")
@@ -270,6 +290,49 @@ def run_demo(
     return DemoResult(reports, rows, seconds, str(state_dir), comparison)
 
 
+# The demo's stages, as its pace counts them.
+SINGLEPATH, MULTIPATH = "singlepath", "multipath"
+
+
+def multipath_task_count(num_tasks: int, multipath_tasks: int, multipath_cycles: int) -> int:
+    """The tasks the multipath stage runs on (0: no stage; it needs another task's paths)."""
+    if multipath_tasks <= 0 or multipath_cycles <= 0 or num_tasks < 2:
+        return 0
+    return min(multipath_tasks, num_tasks)
+
+
+def demo_pace(
+    num_tasks: int, cycles: int, workers: int, multipath_tasks: int, multipath_cycles: int
+) -> StagedPace:
+    """The demo's work as stages of agent cycles: ``cycles`` rounds of every singlepath agent,
+    then ``multipath_cycles`` rounds of the multipath agents, each on ``workers`` processes."""
+    on = multipath_task_count(num_tasks, multipath_tasks, multipath_cycles)
+    return StagedPace(
+        [
+            Stage(SINGLEPATH, cycles, num_tasks, workers),
+            Stage(MULTIPATH, multipath_cycles if on else 0, on, workers),
+        ],
+        unit="agent cycles",
+    )
+
+
+def plan_line(
+    tasks: Sequence[str], cycles: int, workers: int, pace: StagedPace, state_dir: str
+) -> str:
+    """The demo's first line: what it will run, on how many processes, and where."""
+    text = f"demo: {DEMO_AGENT} on {', '.join(tasks)}, {cycles} cycle(s) each"
+    if MULTIPATH in pace.done:
+        stage = pace.stage(MULTIPATH)
+        text += (
+            f"; then {DEMO_MULTIPATH_AGENT} on the {stage.units} weakest, {stage.rounds} "
+            f"cycle(s) each"
+        )
+    return (
+        f"{text} ({pace.total} agent cycles, {workers} at a time); state in {state_dir}; the "
+        f"time left shows once the first agent cycle ends"
+    )
+
+
 def _run_rounds(
     agents: dict[str, Agent],
     configs: dict[str, AgentConfig],
@@ -277,20 +340,36 @@ def _run_rounds(
     cycles: int,
     workers: int,
     echo: Callable[[str], None],
+    pace: StagedPace,
+    stage: str,
     progress: bool | None = None,
     tracking: TrackingSettings | None = None,
 ) -> None:
     """Runs every agent to ``cycles`` cycles, one cycle of each per round, in this process
-    (one worker) or in a pool of worker processes; an overall bar counts the agent cycles."""
-    pace = Pace(len(agents) * cycles)
-    bar = progress_bar(pace.total, "agent cycles", "cycle", bars_enabled(progress))
+    (one worker) or in a pool of worker processes; a line per agent cycle gives the time left
+    of the whole demo (``pace``, whose stage ``stage`` this is); an overall bar counts this
+    stage's agent cycles."""
+    bar = progress_bar(len(agents) * cycles, "agent cycles", "cycle", bars_enabled(progress))
+
+    def finished(done: dict[str, Any]) -> None:
+        pace.finish_job(stage, measured=bool(done["ran"]), seconds=done["seconds"])
+        bar.update(1)
+        status = "done" if done["ran"] else "already done"
+        write_line(
+            echo,
+            f"  {done['task']:<14} cycle {done['cycle']}/{cycles} {status}: best "
+            f"{done['best']} quality {done['quality']:.4f} test quality "
+            f"{done['test_quality']:.4f} ({done['seconds']:.0f}s; {pace.describe()})",
+        )
+
     try:
         if workers == 1:
             for cycle in range(1, cycles + 1):
-                for agent in agents.values():
-                    agent.run(cycle, planned_cycles=cycles)
-                    pace.advance()
-                    bar.update(1)
+                pace.start_round(stage)
+                for task, agent in agents.items():
+                    started = time.perf_counter()
+                    report = agent.run(cycle, planned_cycles=cycles)
+                    finished(cycle_summary(task, report, time.perf_counter() - started))
             return
         workers = min(workers, len(agents))
         echo(f"running {len(agents)} agents, {workers} at a time, {cycles} cycles each")
@@ -303,17 +382,9 @@ def _run_rounds(
                     (state_dir, task, configs[task].to_dict(), cycle, cycles, tracking)
                     for task in agents
                 ]
+                pace.start_round(stage)
                 for done in pool.imap_unordered(_run_agent_cycle, jobs):
-                    pace.advance()
-                    bar.update(1)
-                    status = "done" if done["ran"] else "already done"
-                    write_line(
-                        echo,
-                        f"  {done['task']:<14} cycle {done['cycle']}/{cycles} {status}: best "
-                        f"{done['best']} quality {done['quality']:.4f} test quality "
-                        f"{done['test_quality']:.4f} ({done['seconds']:.0f}s; "
-                        f"{pace.done}/{pace.total} agent cycles, {pace.eta_text()})",
-                    )
+                    finished(done)
             # A clean shutdown (the context manager's terminate() leaks a semaphore warning).
             pool.close()
             pool.join()
@@ -330,13 +401,15 @@ def _multipath_stage(
     workers: int,
     progress: bool | None,
     echo: Callable[[str], None],
+    pace: StagedPace,
     tracking: TrackingSettings | None = None,
     detail: str = "generation",
 ) -> dict[str, dict[str, Any]]:
     """Multipath agents on the weakest tasks; their test quality against singlepath's."""
-    if num_tasks <= 0 or cycles <= 0 or len(reports) < 2:
-        return {}  # A multipath model needs another task's paths.
-    tasks = weakest_tasks(reports, num_tasks)
+    count = multipath_task_count(len(reports), num_tasks, cycles)
+    if not count:
+        return {}
+    tasks = weakest_tasks(reports, count)
     extra = multipath_overrides(overrides)
     configs = {t: resolve_config(DEMO_MULTIPATH_AGENT, extra, store, t) for t in tasks}
     agents = {
@@ -346,7 +419,9 @@ def _multipath_stage(
         for t in tasks
     }
     echo(f"multipath stage: {DEMO_MULTIPATH_AGENT} on {', '.join(tasks)}")
-    _run_rounds(agents, configs, str(store.root), cycles, workers, echo, progress, tracking)
+    _run_rounds(
+        agents, configs, str(store.root), cycles, workers, echo, pace, MULTIPATH, progress, tracking
+    )
     comparison = {}
     for task, agent in agents.items():
         best = store.load(agent.agent_id, [DEMO_AGENT]).population.get_best_path()

@@ -20,6 +20,7 @@ from typing import NoReturn
 
 from munet import __version__
 from munet.cli.errors import EXIT_INTERRUPTED, report_failure
+from munet.cli.status_lines import status_every, status_lines
 from munet.interrupts import defer_sigint, sigterm_as_interrupt
 from munet.training.threads import prepare_openmp_env
 
@@ -100,12 +101,22 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 2
+    # Each line reaches a log or a pipe as it is written, as in a terminal (a block-buffered
+    # stdout held a demo's first lines back for minutes).
+    if hasattr(sys.stdout, "reconfigure") and not sys.stdout.line_buffering:
+        sys.stdout.reconfigure(line_buffering=True)
+    try:
+        every = status_every(args)  # $MUNET_PROGRESS_EVERY, checked before the command runs
+    except ValueError as err:
+        print(f"munet: error: {err}", file=sys.stderr)
+        return 2
     previous_showwarning = warnings.showwarning
     if not debug:
         warnings.showwarning = _one_line_warnings
     try:
         # SIGTERM (a scheduler's stop, `kill`) is taken like Ctrl-C: cleanup, then exit 143.
-        with sigterm_as_interrupt():
+        # A long command's first line and status lines: munet.cli.status_lines.
+        with sigterm_as_interrupt(), status_lines(args, every):
             code = args.func(args)
             sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
     except BrokenPipeError as err:
