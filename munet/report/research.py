@@ -163,9 +163,10 @@ def reference_lines(plot: Plot, view: SystemView, agent: AgentView, x_end: float
             title=f"{baseline.method}: test quality {baseline.mean:.4f} "
             f"(mean of {baseline.count} file(s))",
         )
-    if off_axis:
-        # The axis is fitted to the data; a level far from it is named instead of drawn.
-        plot.note(", ".join(off_axis))
+    for text in off_axis:
+        # The axis is fitted to the data; a level far from it is named (above the plot area)
+        # instead of drawn.
+        plot.note(text)
 
 
 def reference_values(view: SystemView, agent: AgentView) -> list[float]:

@@ -8,7 +8,7 @@ them, and nothing outside the page is referenced.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html import escape
 
@@ -41,9 +41,19 @@ def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
     return ticks
 
 
+# Notes (levels off the axis) sit on lines of their own between the title and the plot area,
+# never over it: a learning curve climbs to the top right, where a corner note used to sit.
+NOTE_LINE = 13  # px per note line (10 px text: 9 px above its baseline, 2 below, leading).
+NOTE_GAP = 5  # px between the last note line and the plot area (room for a marker's radius).
+NOTE_CHAR = 6.2  # px, a wide estimate of a 10 px character, to break lines that fit.
+
+
 @dataclass
 class Plot:
-    """An x/y plot: add layers of points and lines, then :meth:`render`.
+    """An x/y plot: add layers of points and lines (and notes), then :meth:`render`.
+
+    Layers are drawn at :meth:`render`, so a note added after them still moves the plot area
+    down below the notes' lines.
 
     Args:
         x_range, y_range: data domains (x_range widened when empty).
@@ -59,7 +69,8 @@ class Plot:
     title: str = ""
     x_label: str = ""
     y_label: str = ""
-    layers: list[str] = field(default_factory=list)
+    layers: list[Callable[[], str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     margin: tuple[int, int, int, int] = (27, 8, 30, 40)  # top, right, bottom, left
 
     def __post_init__(self) -> None:
@@ -70,15 +81,34 @@ class Plot:
         if high <= low:
             self.y_range = (low - 0.5, high + 0.5)
 
+    def note_lines(self) -> list[str]:
+        """The notes, joined by ", " into lines that fit the plot's width."""
+        _, right, _, left = self.margin
+        room = max(int((self.width - right - 4) / NOTE_CHAR), 1)
+        lines: list[str] = []
+        for text in self.notes:
+            if lines and len(lines[-1]) + 2 + len(text) <= room:
+                lines[-1] += ", " + text
+            else:
+                lines.append(text)
+        return lines
+
+    @property
+    def area_top(self) -> float:
+        """The y of the plot area's top edge: below the title and the notes' lines."""
+        lines = len(self.note_lines())
+        return self.margin[0] + (NOTE_LINE * lines + NOTE_GAP if lines else 0)
+
     def x(self, value: float) -> float:
         top, right, bottom, left = self.margin
         low, high = self.x_range
         return left + (value - low) / (high - low) * (self.width - left - right)
 
     def y(self, value: float) -> float:
-        top, right, bottom, left = self.margin
+        bottom = self.margin[2]
         low, high = self.y_range
-        return self.height - bottom - (value - low) / (high - low) * (self.height - top - bottom)
+        span = self.height - self.area_top - bottom
+        return self.height - bottom - (value - low) / (high - low) * span
 
     def points(
         self,
@@ -90,21 +120,30 @@ class Plot:
         shape: str = "circle",
     ) -> None:
         """Markers at (x, y); ``shape`` is ``circle`` or ``diamond``."""
-        out = []
-        for i, (xv, yv) in enumerate(zip(xs, ys, strict=True)):
-            cx, cy = self.x(xv), self.y(yv)
-            tip = f"<title>{escape(titles[i])}</title>" if titles else ""
-            if shape == "diamond":
-                r = radius * 1.35
-                out.append(
-                    f'<path class="{css}" d="M{cx:.1f} {cy - r:.1f}L{cx + r:.1f} {cy:.1f}'
-                    f'L{cx:.1f} {cy + r:.1f}L{cx - r:.1f} {cy:.1f}Z">{tip}</path>'
-                )
-            else:
-                out.append(
-                    f'<circle class="{css}" cx="{cx:.1f}" cy="{cy:.1f}" r="{radius}">{tip}</circle>'
-                )
-        self.layers.append("".join(out))
+        xs, ys = list(xs), list(ys)
+        if len(xs) != len(ys):
+            raise ValueError(f"points: {len(xs)} x values for {len(ys)} y values")
+        titles = list(titles) if titles else None
+
+        def draw() -> str:
+            out = []
+            for i, (xv, yv) in enumerate(zip(xs, ys, strict=True)):
+                cx, cy = self.x(xv), self.y(yv)
+                tip = f"<title>{escape(titles[i])}</title>" if titles else ""
+                if shape == "diamond":
+                    r = radius * 1.35
+                    out.append(
+                        f'<path class="{css}" d="M{cx:.1f} {cy - r:.1f}L{cx + r:.1f} {cy:.1f}'
+                        f'L{cx:.1f} {cy + r:.1f}L{cx - r:.1f} {cy:.1f}Z">{tip}</path>'
+                    )
+                else:
+                    out.append(
+                        f'<circle class="{css}" cx="{cx:.1f}" cy="{cy:.1f}" r="{radius}">'
+                        f"{tip}</circle>"
+                    )
+            return "".join(out)
+
+        self.layers.append(draw)
 
     def line(
         self,
@@ -118,30 +157,32 @@ class Plot:
         ``title``: its tooltip)."""
         if not xs:
             return
-        coords = []
-        for i, (xv, yv) in enumerate(zip(xs, ys, strict=True)):
-            if step and i:
-                coords.append(f"{self.x(xv):.1f},{self.y(ys[i - 1]):.1f}")
-            coords.append(f"{self.x(xv):.1f},{self.y(yv):.1f}")
-        tip = f"<title>{escape(title)}</title>" if title else ""
-        self.layers.append(
-            f'<polyline class="{css}" points="{" ".join(coords)}">{tip}</polyline>'
-            if tip
-            else f'<polyline class="{css}" points="{" ".join(coords)}"/>'
-        )
+        xs, ys = list(xs), list(ys)
+        if len(xs) != len(ys):
+            raise ValueError(f"line: {len(xs)} x values for {len(ys)} y values")
+
+        def draw() -> str:
+            coords = []
+            for i, (xv, yv) in enumerate(zip(xs, ys, strict=True)):
+                if step and i:
+                    coords.append(f"{self.x(xv):.1f},{self.y(ys[i - 1]):.1f}")
+                coords.append(f"{self.x(xv):.1f},{self.y(yv):.1f}")
+            tip = f"<title>{escape(title)}</title>" if title else ""
+            if tip:
+                return f'<polyline class="{css}" points="{" ".join(coords)}">{tip}</polyline>'
+            return f'<polyline class="{css}" points="{" ".join(coords)}"/>'
+
+        self.layers.append(draw)
 
     def note(self, text: str) -> None:
-        """A small line of text in the plot area's top right corner (e.g. a level off the
-        axis)."""
-        top, right, _, _ = self.margin
-        self.layers.append(
-            f'<text class="tick plot-note" x="{self.width - right}" y="{top - 3}" '
-            f'text-anchor="end">{escape(text)}</text>'
-        )
+        """A short text on a line of its own above the plot area, right-aligned (e.g. a
+        level off the axis: ``chance 0.1 (below)``); notes share lines while they fit."""
+        self.notes.append(text)
 
     def render(self, x_ticks: Sequence[float] | None = None) -> str:
         """The SVG element."""
-        top, right, bottom, left = self.margin
+        _, right, bottom, left = self.margin
+        top = self.area_top
         w, h = self.width, self.height
         parts = [
             f'<svg class="plot" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
@@ -149,6 +190,12 @@ class Plot:
         ]
         if self.title:
             parts.append(f'<text class="plot-title" x="{left}" y="14">{escape(self.title)}</text>')
+        for index, text in enumerate(self.note_lines()):
+            parts.append(
+                f'<text class="tick plot-note" x="{w - right}" '
+                f'y="{self.margin[0] + 9 + NOTE_LINE * index}" text-anchor="end">'
+                f"{escape(text)}</text>"
+            )
         for tick in nice_ticks(*self.y_range, count=4):
             if not self.y_range[0] - 1e-9 <= tick <= self.y_range[1] + 1e-9:
                 continue
@@ -183,7 +230,7 @@ class Plot:
                 f'<text class="label" transform="translate(10 {cy:.0f}) rotate(-90)" '
                 f'text-anchor="middle">{escape(self.y_label)}</text>'
             )
-        parts.extend(self.layers)
+        parts.extend(draw() for draw in self.layers)
         parts.append("</svg>")
         return "".join(parts)
 

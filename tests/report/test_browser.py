@@ -15,7 +15,7 @@ from munet.report.baseline import load_baselines
 from munet.report.browser import find_chromium, open_page
 from munet.report.html import write_report
 from munet.system import SystemStore
-from tests.report.systems import build_system
+from tests.report.systems import _root, build_system, grow_agent
 
 pytestmark = pytest.mark.slow
 
@@ -150,3 +150,33 @@ def test_a_page_error_is_reported(chromium, tmp_path):
     result = open_page(page, chromium=chromium)
     assert any("boom" in e for e in result.errors)
     assert any("undefinedName" in e for e in result.errors)
+
+
+# Each plot's notes against its title and its data, as the browser lays out the text.
+NOTE_OVERLAPS = """(function(){
+  var box=e=>{var b=e.getBBox();return [b.x,b.y,b.x+b.width,b.y+b.height]};
+  var hit=(a,b)=>a[0]<b[2]&&b[0]<a[2]&&a[1]<b[3]&&b[1]<a[3];
+  var out={notes:[],overlaps:[]};
+  for (const svg of document.querySelectorAll('svg.plot')) {
+    var others=[...svg.querySelectorAll('circle,path,polyline,text.plot-title')].map(box);
+    for (const note of svg.querySelectorAll('text.plot-note')) {
+      var b=box(note); out.notes.push(note.textContent);
+      if (b[0]<0||others.some(o=>hit(b,o))) out.overlaps.push(note.textContent+' '+b);
+    }
+  }
+  return out;
+})()"""
+
+
+def test_plot_notes_overlap_nothing_as_drawn(tmp_path, chromium):
+    """Issue 53: chance far below the data is named above the plot area, clear of the data
+    climbing to the top right and of the title, in the browser's own text boxes."""
+    store = SystemStore(str(tmp_path / "state"))
+    _root(store)
+    grow_agent(store, "VitCpu~digits", 3, 0.75, curves=True)
+    out = tmp_path / "report.html"
+    write_report(str(tmp_path / "state"), str(out))
+    page = open_page(out, evaluate=NOTE_OVERLAPS, chromium=chromium)
+    assert page.errors == []
+    assert page.value["notes"] == ["chance 0.1 (below)"] * 2
+    assert page.value["overlaps"] == []
