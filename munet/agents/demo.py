@@ -38,6 +38,7 @@ from munet.config import (
     DEMO_TASKS,
     AgentConfig,
 )
+from munet.cpus import usable_cpu_count
 from munet.lifeline import die_with_parent
 from munet.progress import (
     Stage,
@@ -111,12 +112,9 @@ def weakest_tasks(reports: dict[str, RunReport], count: int) -> list[str]:
 
 
 def default_workers(num_tasks: int) -> int:
-    """One worker per CPU core available to this process, at most one per task."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # Not on Linux.
-        cores = os.cpu_count() or 1
-    return max(1, min(num_tasks, cores))
+    """One worker per CPU core this process may use (its affinity capped by a cgroup CPU
+    quota, munet.cpus), at most one per task."""
+    return max(1, min(num_tasks, usable_cpu_count()))
 
 
 def _run_agent_cycle(

@@ -140,7 +140,8 @@ class RunLoop:
             bars_enabled(self.progress),
             initial=done,
         )
-        progress = RunProgress(Pace(num_cycles * per_cycle - done), bar, tracker)
+        pace = Pace(num_cycles * per_cycle - done, label=f"{agent.agent_id} generations")
+        progress = RunProgress(pace, bar, tracker)
         try:
             while True:
                 best = population.get_best_path()

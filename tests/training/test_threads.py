@@ -93,3 +93,11 @@ def test_apply_thread_policy_sets_torch_threads(monkeypatch):
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_the_demo_pool_counts_cpus_as_the_thread_policy_does(monkeypatch):
+    """One CPU count: the demo's default workers follow munet.cpus (cgroup quota included)."""
+    from munet.agents import demo
+
+    monkeypatch.setattr(demo, "usable_cpu_count", lambda: 3)
+    assert [demo.default_workers(n) for n in (1, 2, 3, 8)] == [1, 2, 3, 3]
