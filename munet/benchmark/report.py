@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from munet.benchmark.cells import write_json_atomic
-from munet.benchmark.summary import ratio_lines
+from munet.benchmark.summary import ratio_lines, verdict_lines
 
 MARKERS = {"system": "o", "finetune": "s", "linear": "D", "adapters": "^", "cnn": "v"}
 
@@ -80,6 +80,9 @@ def markdown(summary: dict[str, Any]) -> str:
             f"{_params_text(overall['system']['accounted_params_per_task'])}.",
         ]
     lines += ["", "```", *ratio_lines(summary), "```", ""]
+    verdicts = verdict_lines(summary)
+    if verdicts:  # Last: what a reader looks for first.
+        lines += ["```", *verdicts, "```", ""]
     return "\n".join(lines)
 
 

@@ -1,6 +1,7 @@
 """The benchmark's summary from its cells: per task and overall, each method's test accuracy
 (mean and 95% Student-t interval over seeds), parameters added per task, FLOPs per example and
-wall time; quality and parameter ratios against fine-tuning; multipath against singlepath.
+wall time; quality and parameter ratios against fine-tuning; multipath against singlepath;
+and a one-line verdict on each claim the papers make, against the goal they set.
 
 Pure (no torch, no files): :mod:`munet.benchmark.report` writes it out.
 """
@@ -13,6 +14,14 @@ from typing import Any
 
 from munet.benchmark.plan import BASELINE, Settings
 from munet.benchmark.stats import paired_ratio, t_interval
+
+# The claims the benchmark measures and the goals their papers set (docs/benchmark.md): µNet
+# (arXiv 2205.10937), the system at least fine-tuning's test accuracy with at most half its
+# parameters added per task; the multipath paper (arXiv 2302.02721), a task's multipath path
+# at least its singlepath path's test accuracy.
+SYSTEM_QUALITY_GOAL = 1.0  # system / fine-tuning mean test accuracy, at least
+SYSTEM_PARAMS_GOAL = 0.5  # system / fine-tuning parameters added per task, at most
+MULTIPATH_QUALITY_GOAL = 1.0  # multipath / singlepath test accuracy, at least
 
 
 def _cells(cells: dict, method: str, task: str, seeds: Any) -> list[dict]:
@@ -199,3 +208,66 @@ def ratio_lines(summary: dict[str, Any]) -> list[str]:
                 "(every task and seed, paired)"
             )
     return lines
+
+
+def verdict_lines(summary: dict[str, Any]) -> list[str]:
+    """One ``verdict:`` line per claim the run measures, readable at a glance: the ratios
+    against the goal and whether the claim is met. Judged on the means; where the goal lies
+    within a quality ratio's 95% interval the line says so (more seeds would tell). A quick
+    run, or a system given more steps than the others, says that too."""
+    settings = summary.get("settings") or {}
+    caveats = []
+    budget = int(settings.get("system_budget", 1) or 1)
+    if budget > 1:
+        caveats.append(f"the system had {budget} times the others' train steps")
+    if settings.get("quick"):
+        caveats.append("quick run: a smoke test, not a measurement")
+    caveat = f" [{'; '.join(caveats)}]" if caveats else ""
+    lines = []
+    for ratio in summary.get("ratios", []):
+        if ratio["method"] != "system":
+            continue
+        quality, params = ratio["quality"], ratio["params"]
+        quality_met = quality["mean"] >= SYSTEM_QUALITY_GOAL
+        params_met = params <= SYSTEM_PARAMS_GOAL
+        misses = [
+            *([] if quality_met else [f"quality below {SYSTEM_QUALITY_GOAL:.1f}"]),
+            *([] if params_met else [f"params above {SYSTEM_PARAMS_GOAL:.1f}"]),
+        ]
+        lines.append(
+            f"verdict: system vs {ratio['against']}: {_ratio_text(quality)} of the quality at "
+            f"{params:.3f} of the parameters: "
+            + ("claim met" if not misses else f"claim not met, {' and '.join(misses)}")
+            + f" (goal: quality >= {SYSTEM_QUALITY_GOAL:.1f} at params <= "
+            f"{SYSTEM_PARAMS_GOAL:.1f}{_within(quality, SYSTEM_QUALITY_GOAL)})"
+            + caveat
+        )
+    pairs = summary.get("multipath_vs_singlepath")
+    if pairs and pairs.get("ratio") is not None:
+        ratio = pairs["ratio"]
+        better = sum(t["multipath_better"] for t in pairs["tasks"].values())
+        count = sum(t["seeds"] for t in pairs["tasks"].values())
+        met = ratio["mean"] >= MULTIPATH_QUALITY_GOAL
+        lines.append(
+            f"verdict: multipath vs singlepath: {_ratio_text(ratio)} of the quality, better in "
+            f"{better} of {count} task-seed pairs: "
+            + ("claim met" if met else f"claim not met, quality below {MULTIPATH_QUALITY_GOAL:.1f}")
+            + f" (goal: quality >= {MULTIPATH_QUALITY_GOAL:.1f}"
+            f"{_within(ratio, MULTIPATH_QUALITY_GOAL)})"
+            + caveat
+        )
+    return lines
+
+
+def _ratio_text(interval: dict[str, Any]) -> str:
+    """``0.908 ± 0.082`` (the mean alone without an interval)."""
+    half = interval.get("ci95")
+    return f"{interval['mean']:.3f}" + (f" ± {half:.3f}" if half is not None else "")
+
+
+def _within(interval: dict[str, Any], goal: float) -> str:
+    """A note when the goal lies inside the interval: the means decide, the seeds do not."""
+    half = interval.get("ci95")
+    if half is None or not interval["mean"] - half <= goal <= interval["mean"] + half:
+        return ""
+    return f"; {goal:.1f} lies within the quality's 95% interval"

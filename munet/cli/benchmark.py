@@ -56,7 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Runs the µNet papers' comparison on the benchmark suite at the same train-step "
             "budget per task for every method, over several seeds; writes results.json, "
             "results.md and results.png to --out and prints `ratio:` lines against "
-            "fine-tuning. Resumable: rerun the same command. See docs/benchmark.md."
+            "fine-tuning, then one `verdict:` line per claim (met or not, against the papers' "
+            "goal). Resumable: rerun the same command. See docs/benchmark.md."
         ),
     )
     parser.add_argument("--out", default="out/benchmark", help="results folder")

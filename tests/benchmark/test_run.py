@@ -69,6 +69,13 @@ def test_tiny_benchmark_writes_json_markdown_plot_and_ratios(tiny_run):
     assert any(line.startswith("ratio: system/finetune quality ") for line in lines)
     assert any(line.startswith("ratio: multipath/singlepath quality digits ") for line in lines)
     assert "| digits |" in (out / "results.md").read_text()
+    # Then one verdict per claim, after every ratio line (issue 53).
+    verdicts = [i for i, line in enumerate(lines) if line.startswith("verdict: ")]
+    assert [lines[i].split(":")[1] for i in verdicts] == [
+        " system vs finetune", " multipath vs singlepath"
+    ]  # fmt: skip
+    assert min(verdicts) > max(i for i, line in enumerate(lines) if line.startswith("ratio: "))
+    assert lines[-1].startswith("results: ")
     # Every method spent the same train steps on a task.
     steps = {c["steps"] for c in results["cells"] if c["task"] == "digits"}
     assert steps == {results["budgets"]["digits"]["steps"]}
