@@ -4,8 +4,10 @@
 
     OUT/config.json              a `ViTConfig` (model_type "vit") for munet's ViT
     OUT/model.safetensors        the tensors under transformers' `save_pretrained` names
-    OUT/preprocessor_config.json a `ViTImageProcessor`: resize to the image size, x/255,
-                                 (x - 0.5) / 0.5, i.e. munet's x / 127.5 - 1
+    OUT/preprocessor_config.json a stock `ViTImageProcessor` (resize to the image size, x/255,
+                                 (x - 0.5) / 0.5, i.e. munet's x / 127.5 - 1) whose `auto_map`
+                                 names munet's own processor, and the task's `storage_size`
+    OUT/image_processing_munet.py that processor (a copy of munet/models/export_hf_processor.py)
     OUT/README.md                the model card (Hugging Face front matter + munet's metrics)
 
 so `ViTForImageClassification.from_pretrained(OUT)` computes munet's logits to float32
@@ -29,10 +31,12 @@ Flax GELU is the tanh form; transformers' default is the exact one), `layer_norm
 final LayerNorm's cls token (what `ViTForImageClassification` does; it has no pooler).
 
 Preprocessing: munet evaluates an image by resizing it (PIL bilinear) to the task's storage
-size, then to the image size (`tf.image.resize`, no antialiasing). An image processor has one
-resize; for images at the model's image size both pipelines give the same input to float32
-rounding. Other sizes are resized in one step by the processor (PIL bilinear), which differs
-slightly from munet's two steps: `munet predict` on the munet export stays the reference.
+size, then to the image size (`tf.image.resize`: bilinear, no antialiasing). A stock image
+processor has one resize, so it gives munet's input only when the storage size is the image
+size (`stock_processor_is_exact`). `AutoImageProcessor.from_pretrained(OUT,
+trust_remote_code=True)` loads `image_processing_munet.MunetImageProcessor` instead, which does
+munet's two steps, so transformers then predicts like `munet predict` on any image
+(`munet.models.export_check` measures both).
 
 Writing needs no transformers (JSON and safetensors); loading the folder does.
 
@@ -48,7 +52,7 @@ import json
 import os
 import secrets
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path as FsPath
 from typing import Any
 
@@ -59,16 +63,21 @@ from munet.models.vit import LAYER_NORM_EPS, VisionTransformer
 
 __all__ = [
     "HF_ACTIVATION",
+    "PROCESSOR_MODULE",
     "hf_config",
     "hf_preprocessor_config",
     "hf_refusal",
     "hf_state_dict",
     "save_hf",
+    "stock_processor_is_exact",
 ]
 
 # transformers' name for the GELU munet computes (torch's tanh approximation).
 HF_ACTIVATION = "gelu_pytorch_tanh"
 _PIL_BILINEAR = 2  # PIL.Image.Resampling.BILINEAR, as transformers stores `resample`
+# The module `trust_remote_code=True` loads: munet/models/export_hf_processor.py, copied.
+PROCESSOR_MODULE = "image_processing_munet"
+_PROCESSOR_SOURCE = FsPath(__file__).with_name("export_hf_processor.py")
 _BLOCK_MODULES = {
     "norm1": "layernorm_before",
     "attn.proj": "attention.output.dense",
@@ -179,11 +188,16 @@ def hf_config(module: VisionTransformer, class_names: list[str] | None) -> dict[
     }
 
 
-def hf_preprocessor_config(image_size: int) -> dict[str, Any]:
-    """A `ViTImageProcessor` whose output for an image at `image_size` is munet's input:
-    x / 255 normalised with mean 0.5 and std 0.5 is x / 127.5 - 1."""
+def hf_preprocessor_config(
+    image_size: int, storage_size: tuple[int, int] | list[int] | None = None
+) -> dict[str, Any]:
+    """`preprocessor_config.json`: a stock `ViTImageProcessor` (one PIL bilinear resize to
+    `image_size`, then x / 255 normalised with mean 0.5 and std 0.5, i.e. munet's x / 127.5 - 1)
+    whose `auto_map` names the folder's `image_processing_munet.MunetImageProcessor`, munet's
+    own two-step resize through `storage_size`, for `trust_remote_code=True`."""
     return {
         "image_processor_type": "ViTImageProcessor",
+        "auto_map": {"AutoImageProcessor": f"{PROCESSOR_MODULE}.MunetImageProcessor"},
         "do_convert_rgb": True,
         "do_resize": True,
         "size": {"height": int(image_size), "width": int(image_size)},
@@ -193,7 +207,15 @@ def hf_preprocessor_config(image_size: int) -> dict[str, Any]:
         "do_normalize": True,
         "image_mean": [0.5, 0.5, 0.5],
         "image_std": [0.5, 0.5, 0.5],
+        "storage_size": [int(s) for s in storage_size] if storage_size else None,
     }
+
+
+def stock_processor_is_exact(image_size: int, storage_size: Sequence[int] | None) -> bool:
+    """Whether the stock `ViTImageProcessor` gives munet's input for every opaque image: when
+    munet's second resize (storage size to image size) never runs, both are one PIL bilinear
+    resize to the image size."""
+    return storage_size is not None and tuple(storage_size) == (image_size, image_size)
 
 
 def hf_card(config: Mapping[str, Any], munet_card: str) -> str:
@@ -210,6 +232,27 @@ def hf_card(config: Mapping[str, Any], munet_card: str) -> str:
             "",
         ]
     )
+    preprocessing = config["preprocessing"]
+    size, storage = preprocessing["image_size"], preprocessing.get("storage_size")
+    if stock_processor_is_exact(size, storage):
+        stock = (
+            f"this model's task stored its images at its image size ({size} px), so the stock "
+            "processor also gives munet's input, for every image without transparent pixels "
+            "(transformers composites those onto white; munet drops the alpha channel)."
+        )
+    else:
+        if storage:
+            munet_way = (
+                f"to the task's storage size ({storage[0]} x {storage[1]}), then to {size} px "
+                "without antialiasing"
+            )
+        else:  # the export could not read the task's data
+            munet_way = f"straight to {size} px without antialiasing"
+        stock = (
+            f"it resizes once to {size} px (PIL bilinear, antialiased), where munet resizes "
+            f"{munet_way}, so its predictions differ from munet's on some images "
+            "(docs/export.md gives measured figures)."
+        )
     use = "\n".join(
         [
             "## Use with transformers",
@@ -218,16 +261,21 @@ def hf_card(config: Mapping[str, Any], munet_card: str) -> str:
             "from PIL import Image",
             "from transformers import AutoImageProcessor, ViTForImageClassification",
             "",
-            "processor = AutoImageProcessor.from_pretrained('THIS_FOLDER')",
+            "processor = AutoImageProcessor.from_pretrained('THIS_FOLDER', trust_remote_code=True)",
             "model = ViTForImageClassification.from_pretrained('THIS_FOLDER').eval()",
             "inputs = processor(images=[Image.open('cat.png')], return_tensors='pt')",
             "label = model.config.id2label[model(**inputs).logits.argmax(-1).item()]",
             "```",
             "",
-            "Images at the model's image size "
-            f"({config['preprocessing']['image_size']} px) get munet's own input; other "
-            "sizes are resized in one bilinear step, which differs slightly from munet's "
-            "two-step resize (docs/export.md).",
+            f"`trust_remote_code=True` runs this folder's `{PROCESSOR_MODULE}.py` (one short "
+            "file, read it first; it imports Pillow, numpy, torch and transformers): munet's "
+            "own preprocessing, RGB, a PIL "
+            "bilinear resize to the task's storage size, a bilinear resize to the image size "
+            "without antialiasing, x / 127.5 - 1. With it the logits are `munet predict`'s "
+            "for any image, to float32 rounding.",
+            "",
+            "Without it transformers uses the stock `ViTImageProcessor` "
+            "`preprocessor_config.json` also describes: " + stock,
             "",
         ]
     )
@@ -268,9 +316,9 @@ def save_hf(munet_folder: str | os.PathLike[str], out_dir: str | os.PathLike[str
     try:
         save_safetensors_file(hf_state_dict(vit), work / "model.safetensors", {"format": "pt"})
         (work / "config.json").write_text(json.dumps(hf_config(vit, names), indent=2))
-        (work / "preprocessor_config.json").write_text(
-            json.dumps(hf_preprocessor_config(preprocessing.image_size), indent=2)
-        )
+        processor = hf_preprocessor_config(preprocessing.image_size, preprocessing.storage_size)
+        (work / "preprocessor_config.json").write_text(json.dumps(processor, indent=2))
+        shutil.copyfile(_PROCESSOR_SOURCE, work / f"{PROCESSOR_MODULE}.py")
         (work / "README.md").write_text(hf_card(config, model_card(config)))
         move_into_place(work, out)
     except BaseException:

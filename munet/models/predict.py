@@ -112,6 +112,60 @@ def predict_files(
             on_batch(len(chunk))
 
 
+def file_logits(
+    model: torch.nn.Module,
+    preprocess: Preprocessing,
+    files: Sequence[str | os.PathLike[str]],
+    *,
+    batch_size: int = 64,
+    device: torch.device | str = "cpu",
+) -> torch.Tensor:
+    """The logits `predict_files` ranks, for every file (what other runtimes are checked
+    against: `munet.models.export_check`).
+
+    Returns:
+        float32 (len(files), num_classes), in input order.
+
+    Raises:
+        ValueError: a file that cannot be read, naming it.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size={batch_size}; expected >= 1")
+    model = model.to(device)
+    rows: list[torch.Tensor] = []
+    for start in range(0, len(files), batch_size):
+        arrays = [preprocess.load_image(str(f)) for f in files[start : start + batch_size]]
+        rows.append(_array_logits(model, preprocess, arrays, device))
+    if not rows:
+        raise ValueError("no image files")
+    return torch.cat(rows)
+
+
+def _array_logits(
+    model: torch.nn.Module,
+    preprocess: Preprocessing,
+    arrays: list[np.ndarray],
+    device: torch.device | str,
+) -> torch.Tensor:
+    """float32 logits (len(arrays), classes) in order; arrays of one shape share a batch."""
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for index, array in enumerate(arrays):  # one group unless there is no storage size
+        groups.setdefault(array.shape, []).append(index)
+    parts: list[torch.Tensor] = []
+    order: list[int] = []
+    for indices in groups.values():
+        batch = torch.from_numpy(np.stack([arrays[i] for i in indices])).permute(0, 3, 1, 2)
+        inputs = preprocess(batch)
+        if isinstance(inputs, dict):
+            inputs = {size: images.to(device) for size, images in inputs.items()}
+        else:
+            inputs = inputs.to(device)
+        with torch.inference_mode():
+            parts.append(model(inputs).float().cpu())
+        order += indices
+    return torch.cat(parts)[torch.argsort(torch.tensor(order))]
+
+
 def _predict_arrays(
     model: torch.nn.Module,
     preprocess: Preprocessing,
@@ -121,25 +175,11 @@ def _predict_arrays(
     class_names: Sequence[str] | None,
     device: torch.device | str,
 ) -> Iterator[Prediction]:
-    groups: dict[tuple[int, ...], list[int]] = {}
-    for index, array in enumerate(arrays):  # one group unless there is no storage size
-        groups.setdefault(array.shape, []).append(index)
-    results: dict[int, Prediction] = {}
-    for indices in groups.values():
-        batch = torch.from_numpy(np.stack([arrays[i] for i in indices])).permute(0, 3, 1, 2)
-        inputs = preprocess(batch)
-        if isinstance(inputs, dict):
-            inputs = {size: images.to(device) for size, images in inputs.items()}
-        else:
-            inputs = inputs.to(device)
-        with torch.inference_mode():
-            probabilities = model(inputs).float().softmax(dim=-1).cpu()
-        k = min(top_k, probabilities.shape[-1])
-        values, classes = probabilities.topk(k, dim=-1)
-        for row, i in enumerate(indices):
-            ids = tuple(int(c) for c in classes[row])
-            names = tuple(class_names[c] if class_names else str(c) for c in ids)
-            probs = tuple(float(v) for v in values[row])
-            results[i] = Prediction(files[i], ids, names, probs)
-    for i in range(len(arrays)):
-        yield results[i]
+    probabilities = _array_logits(model, preprocess, arrays, device).softmax(dim=-1)
+    k = min(top_k, probabilities.shape[-1])
+    values, classes = probabilities.topk(k, dim=-1)
+    for row, file in enumerate(files):
+        ids = tuple(int(c) for c in classes[row])
+        names = tuple(class_names[c] if class_names else str(c) for c in ids)
+        probs = tuple(float(v) for v in values[row])
+        yield Prediction(file, ids, names, probs)

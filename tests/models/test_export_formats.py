@@ -42,7 +42,8 @@ def test_hf_folder_gives_munet_logits_in_transformers(tmp_path):
     folder = _export(tmp_path)
     hf = save_hf(folder, tmp_path / "hf")
     assert {p.name for p in hf.iterdir()} == {
-        "config.json", "model.safetensors", "preprocessor_config.json", "README.md"
+        "config.json", "model.safetensors", "preprocessor_config.json", "README.md",
+        "image_processing_munet.py",
     }  # fmt: skip
     model = transformers.ViTForImageClassification.from_pretrained(str(hf)).eval()
     munet_model, _ = load_exported(folder)
