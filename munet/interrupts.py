@@ -110,6 +110,48 @@ def listen_to_cancel() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_stop_deferred = False
+
+
+@contextmanager
+def stop_signals_deferred() -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM wait: each one received is delivered again, to
+    the handler it would have met, when the block ends (KeyboardInterrupt or `Terminated`
+    is raised there; a default SIGTERM then kills the process).
+
+    For a few local steps that must not be cut (a state renamed into place and the folders
+    that commit retires; a failed save's folder removed): cut between them they would leave
+    a `.tmp-state*` folder behind. Keep the block short: a stop waits for it.
+
+    A no-op outside the main thread (only it receives signals) and inside another such
+    block; an ignored signal stays ignored.
+    """
+    global _stop_deferred
+    if threading.current_thread() is not threading.main_thread() or _stop_deferred:
+        yield
+        return
+    received: list[int] = []
+    previous: dict[int, object] = {}
+    _stop_deferred = True
+    try:
+        # Inside the try: a signal landing between two replacements still restores the first.
+        for signum in _STOP_SIGNALS:
+            handler = signal.getsignal(signum)
+            if handler == signal.SIG_IGN or handler is None:
+                continue  # Ignored stays ignored; one set outside Python cannot be restored.
+            previous[signum] = handler
+            signal.signal(signum, lambda number, frame: received.append(number))
+        yield
+    finally:
+        _stop_deferred = False
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for signum in dict.fromkeys(received):
+            # Delivered now, to the restored handler (raise_signal runs it before returning).
+            signal.raise_signal(signum)
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised like Ctrl-C's KeyboardInterrupt so every cleanup that Ctrl-C runs
     (a state being written removed, locks released, Ray tasks cancelled) runs for it too;

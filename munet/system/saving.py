@@ -12,9 +12,10 @@ import json
 import logging
 import secrets
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
+from munet.interrupts import stop_signals_deferred
 from munet.system.component import Component
 from munet.system.epochs import claim_for_lock
 from munet.system.errors import LeaseLostError, LockNotHeldError, StateExistsError
@@ -137,7 +138,8 @@ class StateWriting:
             return
         for name in self.fs.listdir(agent_dir):
             if name.startswith(TMP_PREFIX):
-                self.fs.remove_tree(self.fs.join(agent_dir, name))
+                with stop_signals_deferred():  # removed whole, not cut half-way by a stop
+                    self.fs.remove_tree(self.fs.join(agent_dir, name))
         latest_eoc = self.latest_state(agent_id, end_of_cycle=True)
         if latest_eoc is not None:
             self._remove_intermediate_before(agent_id, latest_eoc)
@@ -153,8 +155,9 @@ class StateWriting:
         folder = self.fs.join(agent_dir, state.name)
         if self.fs.atomic_rename:
             doomed = self.fs.join(agent_dir, f"{TMP_PREFIX}{state.name}-{secrets.token_hex(4)}")
-            self.fs.rename(folder, doomed)
-            self.fs.remove_tree(doomed)
+            with stop_signals_deferred():  # a stop in between would leave the `.tmp-` folder
+                self.fs.rename(folder, doomed)
+                self.fs.remove_tree(doomed)
         else:
             self.fs.remove_tree(self.fs.join(folder, MANIFEST))
             self.fs.remove_tree(folder)
@@ -233,41 +236,61 @@ class StateWriting:
         else:
             work_dir = final_dir
         try:
+            # On local disk: every file written, synced and fenced; renamed into place below.
             dropped = self._write_state(
                 lock, work_dir, final_dir, state, population, to_publish, index, to_write,
                 config_json,
             )
         except BaseException as err:
-            if lock.head is not None:
-                # Invisible unless the pointer names it, and whether a failed pointer write
-                # landed is not known here: the next holder removes what no state uses.
-                raise
-            # Nothing of a failed save may look committed; a killed process leaves the folder
-            # to the next holder of the lock. In place (object stores), the folder may hold
-            # another writer's state once the lease is lost or the state exists: left alone.
-            ours = self.fs.atomic_rename or (
-                not isinstance(err, (LeaseLostError, StateExistsError)) and lock.held
-            )
-            if ours:
-                try:
-                    if not self.fs.atomic_rename:
-                        self.fs.remove_tree(self.fs.join(work_dir, MANIFEST))
-                    self.fs.remove_tree(work_dir)
-                except Exception as cleanup:  # noqa: BLE001 - never hide why the save failed
-                    log.warning("could not remove the failed save %s (%s)", work_dir, cleanup)
+            self._discard_failed_save(lock, work_dir, err)
             raise
 
-        # Committed: later states and loads locate the written components in the new shards.
-        for c in to_write:
-            c.location = ComponentLocation(index[c.key]["file"], index[c.key]["sha256"])
-        if generation == 0:
-            population.first_unsaved_component_id = population.next_component_id
-            population.history = []
-            if lock.head is None:
-                self._remove_intermediate_before(agent_id, state)
-        for name in dropped:  # uncommitted by this commit's pointer write: now unused
-            self.fs.remove_tree(self.fs.join(agent_dir, name))
+        # On local disk the rename commits, and the intermediate states the commit retires are
+        # removed (each renamed to a `.tmp-` name, then deleted): one step that a stop (SIGTERM,
+        # Ctrl-C) waits for, so that it never leaves a half-deleted folder behind.
+        with stop_signals_deferred() if self.fs.atomic_rename else nullcontext():
+            if self.fs.atomic_rename:
+                try:
+                    self.fs.rename(work_dir, final_dir)  # fails if the state exists
+                except BaseException as err:
+                    self._discard_failed_save(lock, work_dir, err)
+                    raise
+            # Committed: later states and loads locate the written components in the new
+            # shards.
+            for c in to_write:
+                c.location = ComponentLocation(index[c.key]["file"], index[c.key]["sha256"])
+            if generation == 0:
+                population.first_unsaved_component_id = population.next_component_id
+                population.history = []
+                if lock.head is None:
+                    self._remove_intermediate_before(agent_id, state)
+            for name in dropped:  # uncommitted by this commit's pointer write: now unused
+                self.fs.remove_tree(self.fs.join(agent_dir, name))
         return state
+
+    def _discard_failed_save(self, lock: AgentLock, work_dir: str, err: BaseException) -> None:
+        """Remove what a save that failed (or was interrupted) wrote, where it is this
+        process's to remove."""
+        if lock.head is not None:
+            # Invisible unless the pointer names it, and whether a failed pointer write
+            # landed is not known here: the next holder removes what no state uses.
+            return
+        # Nothing of a failed save may look committed; a killed process leaves the folder
+        # to the next holder of the lock. In place (object stores), the folder may hold
+        # another writer's state once the lease is lost or the state exists: left alone.
+        ours = self.fs.atomic_rename or (
+            not isinstance(err, (LeaseLostError, StateExistsError)) and lock.held
+        )
+        if not ours:
+            return
+        # A second stop signal (Ctrl-C pressed again) waits until the folder is gone.
+        with stop_signals_deferred() if self.fs.atomic_rename else nullcontext():
+            try:
+                if not self.fs.atomic_rename:
+                    self.fs.remove_tree(self.fs.join(work_dir, MANIFEST))
+                self.fs.remove_tree(work_dir)
+            except Exception as cleanup:  # noqa: BLE001 - never hide why the save failed
+                log.warning("could not remove the failed save %s (%s)", work_dir, cleanup)
 
     def _write_state(
         self,
@@ -281,7 +304,8 @@ class StateWriting:
         to_write: list[Component],
         config_json: dict[str, Any],
     ) -> list[str]:
-        """Write and commit the state; returns the states its commit uncommitted."""
+        """Write the state and, on object stores, commit it (on local disk the caller's
+        rename commits it); returns the states its commit uncommitted."""
         self.fs.makedirs(work_dir)
         # In place (object stores), every file but the manifest has a name of its own to this
         # save: a request of an earlier holder that lands late (delayed past its lease) adds
@@ -336,8 +360,7 @@ class StateWriting:
             self.fs.write_bytes(self.fs.join(work_dir, MANIFEST), manifest_bytes)
             self.fs.sync_dir(work_dir)
             lock.fence()  # an flock: held for as long as this process lives
-            self.fs.rename(work_dir, final_dir)  # fails if the state exists
-            return []
+            return []  # the caller renames it into place (the commit)
         commit_fenced(self.fs, lock, state, self.fs.join(work_dir, MANIFEST), manifest_bytes)
         if lock.head is None:
             return []
