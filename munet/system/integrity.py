@@ -115,16 +115,21 @@ def check_components(
     return count
 
 
-def check_state_files(store: SystemStore, state: StateRef, manifest: dict[str, Any]) -> None:
+def check_state_files(
+    store: SystemStore, state: StateRef, manifest: dict[str, Any]
+) -> list[dict[str, str]]:
     """Check the files of a state besides its manifest and shards: the path history
     (`paths.csv`: parseable, the fixed columns, one well-formed row of this agent per
     sampled path, as many rows as the manifest counts) and the population file (JSON).
 
+    Returns:
+        The history's rows (`munet.system.history.csv_to_rows`).
+
     Raises:
         CorruptStateError: naming the file and what is wrong.
     """
-    from munet.system.history import check_history_rows
-    from munet.system.manifest import POPULATION, history_file_name, recorded_file_name
+    from munet.system.history import check_history_rows, csv_to_rows
+    from munet.system.manifest import history_file_name
 
     folder = store.fs.join(store.agent_dir(state.agent_id), state.name)
     where = f"state {state.relative_dir}"
@@ -142,8 +147,16 @@ def check_state_files(store: SystemStore, state: StateRef, manifest: dict[str, A
         raise CorruptStateError(
             f"{where}: {history} has {rows} rows; the manifest records {expected}"
         )
-    if not isinstance(manifest.get("population_file"), str):
-        return  # States written before the population file existed.
+    if isinstance(manifest.get("population_file"), str):  # not in states written before it
+        _check_population_file(store, state, manifest)
+    return csv_to_rows(text)
+
+
+def _check_population_file(store: SystemStore, state: StateRef, manifest: dict[str, Any]) -> None:
+    from munet.system.manifest import POPULATION, recorded_file_name
+
+    folder = store.fs.join(store.agent_dir(state.agent_id), state.name)
+    where = f"state {state.relative_dir}"
     population = recorded_file_name(manifest, "population_file", POPULATION, state)
     try:
         data = json.loads(store.fs.read_bytes(store.fs.join(folder, population)))

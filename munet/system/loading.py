@@ -17,7 +17,12 @@ from munet.system.component import Component
 from munet.system.errors import CorruptStateError, StateRemovedError, SystemStateError
 from munet.system.fs import StateFS
 from munet.system.history import csv_to_rows
-from munet.system.integrity import check_components, check_manifest, check_verify_level
+from munet.system.integrity import (
+    check_components,
+    check_manifest,
+    check_state_files,
+    check_verify_level,
+)
 from munet.system.manifest import (
     MANIFEST,
     ManifestMissingError,
@@ -203,8 +208,7 @@ class StateReading:
         return None if found is None else (found[0], found[1])
 
     def _read_history(self, state: StateRef, manifest: Mapping[str, Any]) -> list[dict]:
-        """The history rows of a mid-cycle state (read with the state, so that one removed
-        meanwhile by its owner is listed again, not called damaged)."""
+        """The history rows of a state, unchecked (verify level `none`)."""
         name = history_file_name(dict(manifest), state)
         path = self.fs.join(self.agent_dir(state.agent_id), state.name, name)
         try:
@@ -223,9 +227,11 @@ class StateReading:
         verify: str = "checksums",
         with_history: bool = False,
     ) -> tuple[StateRef, dict[str, Any], list[dict] | None] | None:
-        """`latest_good_state`, and with `with_history` the history rows of a mid-cycle
-        state (None for an end-of-cycle one), read in the same attempt: a state its owner
-        removes meanwhile (the end-of-cycle commit replaces it) is listed again."""
+        """`latest_good_state`, and with `with_history` (the agent's own state) the history
+        rows of a mid-cycle state (None for an end-of-cycle one), read in the same attempt: a
+        state its owner removes meanwhile (the end-of-cycle commit replaces it) is listed
+        again. Its `paths.csv` and population file are checked too (`check_state_files`)
+        unless `verify` is `none`."""
         check_verify_level(verify)
         for attempt in range(LOAD_ATTEMPTS):
             try:
@@ -244,8 +250,17 @@ class StateReading:
                     check_manifest(self, state, manifest)
                     check_components(self, state, manifest, verify)
                     history = None
-                    if with_history and not state.end_of_cycle:
-                        history = self._read_history(state, manifest)
+                    if with_history:
+                        # The agent's own state: its history goes on into its next state, so
+                        # it is checked as `munet doctor` checks it (a damaged one is refused
+                        # like a damaged manifest), read in the same attempt as the manifest
+                        # (a state its owner removes meanwhile is listed again).
+                        if verify != "none":
+                            history = check_state_files(self, state, manifest)
+                        elif not state.end_of_cycle:
+                            history = self._read_history(state, manifest)
+                        if state.end_of_cycle:
+                            history = None  # a new cycle starts a new history
                     return state, manifest, history
                 except (SystemStateError, OSError) as e:
                     if attempt + 1 < LOAD_ATTEMPTS and self._uncommitted_meanwhile(state, e):
@@ -296,8 +311,9 @@ class StateReading:
             The population and the agent's cycle, generation and stored config.
 
         Raises:
-            CorruptStateError: the agent's own latest state is damaged (the message names
-                the file and the problem).
+            CorruptStateError: the agent's own latest state is damaged: its manifest,
+                shards, `paths.csv` or population file (the message names the file and the
+                problem; `munet doctor --quarantine` moves the state aside).
             UnsafePathError: the agent's own folder or state holds a symbolic link.
         """
         validate_agent_id(agent_id)
