@@ -8,7 +8,9 @@ Two layouts:
   trees: missing splits are carved from train by the same rule.
 
 Classes are the sorted sub-folder names of the train tree; files with the extensions in
-`IMAGE_EXTENSIONS` (case-insensitive) are images, other files are ignored.
+`IMAGE_EXTENSIONS` (case-insensitive) are images, other files are ignored. A broken symbolic
+link is never skipped unseen: with an image's name it is a file that cannot be read (below),
+where a class folder would be it is refused.
 
 Every image file is checked once, before any work: it must be non-empty and decode (the same
 decoding training uses). The bad ones are named together (the first `BAD_FILES_SHOWN` and a
@@ -19,6 +21,7 @@ dropped after, so a good file's split never depends on which other files are bad
 
 from __future__ import annotations
 
+import os
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -40,13 +43,36 @@ BAD_FILES_SHOWN = 10
 _SPLIT_DIRS = {"train": ("train",), "validation": ("validation", "val"), "test": ("test",)}
 
 
+def _broken_link(path: Path) -> bool:
+    """Whether `path` is a symbolic link that leads nowhere (its target is missing, or a loop)."""
+    return path.is_symlink() and not path.exists()
+
+
 def _class_dirs(root: Path) -> list[Path]:
-    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    """The class folders under `root`.
+
+    Raises:
+        ValueError: an entry there is a broken symbolic link: it may be a class folder, and
+            leaving it out would change the task's classes.
+    """
+    entries = sorted(p for p in root.iterdir() if not p.name.startswith("."))
+    broken = [p for p in entries if _broken_link(p)]
+    if broken:
+        named = ", ".join(f"{str(p)!r} -> {os.readlink(p)!r}" for p in broken)
+        raise ValueError(
+            f"image folder {str(root)!r}: broken symbolic link(s) where class folders are: "
+            f"{named}; fix or remove them"
+        )
+    return [p for p in entries if p.is_dir()]
 
 
 def _list_images(class_dir: Path) -> list[Path]:
+    """The image files under a class folder; a broken link with an image's name is listed
+    too, so that it is named as a file that cannot be read rather than skipped unseen."""
     return sorted(
-        p for p in class_dir.rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS
+        p
+        for p in class_dir.rglob("*")
+        if p.suffix.lower() in IMAGE_EXTENSIONS and (p.is_file() or _broken_link(p))
     )
 
 
@@ -76,6 +102,8 @@ class BadImageFilesError(ValueError):
 
 def _file_problem(path: Path) -> str | None:
     """Why `path` is no usable image (None: it decodes)."""
+    if _broken_link(path):
+        return f"a broken symbolic link (to {os.readlink(path)!r})"
     try:
         if path.stat().st_size == 0:
             return "empty file (0 bytes)"
@@ -126,8 +154,9 @@ def load_image_folder(
     Raises:
         BadImageFilesError: files that cannot be read (without `skip_bad_files`), every one
             checked and the first `BAD_FILES_SHOWN` named.
-        ValueError: a missing root, fewer than 2 class folders, no images, or a validation /
-            test class folder the train tree lacks.
+        ValueError: a missing root, fewer than 2 class folders, no images, a validation /
+            test class folder the train tree lacks, or a broken symbolic link where a class
+            or split folder would be.
     """
     root = Path(root).expanduser()
     name = f"folder:{root}"
@@ -136,6 +165,11 @@ def load_image_folder(
     split_trees = {}
     for split, dirnames in _SPLIT_DIRS.items():
         for dirname in dirnames:
+            if _broken_link(root / dirname):  # else the split would be carved from train
+                raise ValueError(
+                    f"image folder {str(root)!r}: {dirname!r} is a broken symbolic link (to "
+                    f"{os.readlink(root / dirname)!r}); fix or remove it"
+                )
             if (root / dirname).is_dir():
                 split_trees[split] = root / dirname
                 break
