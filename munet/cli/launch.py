@@ -121,9 +121,10 @@ def _launch(args: argparse.Namespace) -> int:
 def _launch_deferred(args: argparse.Namespace) -> int:
     from munet.agents.singlepath import AgentError
     from munet.cli.agents import _fail
-    from munet.cli.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
+    from munet.cli.errors import EXIT_AGENTS_FAILED, EXIT_INTERRUPTED, EXIT_TERMINATED
     from munet.cli.options import tracking_settings
     from munet.cluster import agent_specs, launch
+    from munet.cluster.launch import ClusterLostError
     from munet.config import ConfigError
     from munet.interrupts import interruption_point
     from munet.progress import BarSafeHandler
@@ -163,6 +164,9 @@ def _launch_deferred(args: argparse.Namespace) -> int:
         )
     except (ConfigError, AgentError, ValueError, ImportError) as err:
         return _fail(err)
+    except ClusterLostError as err:  # not a bug in munet: a lost head node, say
+        print(f"munet: error: {err}", file=sys.stderr)
+        return EXIT_AGENTS_FAILED
     if result.interrupted:
         if result.terminated:
             return EXIT_TERMINATED

@@ -37,12 +37,16 @@ def task_body(
     stop_flag: Any,
     tracking: Any = None,
 ) -> dict[str, Any]:
-    """Runs inside a Ray worker: the agent, with its events sent to the driver's queue."""
+    """Runs inside a Ray worker: the agent, with its events sent to the driver's queue (each
+    naming the Ray node it ran on, `node_id`: on one machine several nodes share host and pid
+    space, and a retry after a lost node shows where the agent went)."""
     import ray
+
+    node_id = ray.get_runtime_context().get_node_id()
 
     def send(event: Event) -> None:
         try:
-            queue.put(event, timeout=30)
+            queue.put({**event, "node_id": node_id}, timeout=30)
         except Exception as e:  # noqa: BLE001 - lost progress lines must not stop the agent
             log.warning("progress event lost: %s", e)
 

@@ -32,7 +32,12 @@ from munet.progress import bars_enabled, progress_bar, write_line
 
 # import_ray and init_ray were defined here (now munet.cluster.ray_setup): importing them from
 # here still works.
-__all__ = ["FORWARDED_ENV", "LaunchResult", "import_ray", "init_ray", "launch"]
+__all__ = ["FORWARDED_ENV", "ClusterLostError", "LaunchResult", "import_ray", "init_ray", "launch"]
+
+
+class ClusterLostError(RuntimeError):
+    """The launch lost the Ray cluster under it (its head node, or the driver's own node,
+    went): it cannot go on; every agent keeps what it committed."""
 
 #: Settings forwarded to the workers when set here (no secrets: credentials normally come from
 #: the nodes themselves; forward more with `env_names`).
@@ -168,11 +173,17 @@ def launch(
             interruption_point()
             ray = import_ray(local=not ray_address)
             from ray.util.queue import Empty, Queue
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
             interruption_point()  # do not start Ray for nothing
             started = init_ray(ray_address, num_cpus)
-            queue = Queue(actor_options={"num_cpus": 0})
-            stop_flag = ray.remote(num_cpus=0)(StopFlag).remote()
+            # The progress queue and the stop flag live on the driver's node: on another node
+            # (Ray may place an actor of no CPUs anywhere) they would die with it, and the
+            # driver's next read of the queue would end the launch.
+            on_driver = {"num_cpus": 0, "scheduling_strategy": NodeAffinitySchedulingStrategy(
+                node_id=ray.get_runtime_context().get_node_id(), soft=False)}
+            queue = Queue(actor_options=on_driver)
+            stop_flag = ray.remote(StopFlag).options(**on_driver).remote()
         resume_sigint()  # and the caller's deferral: from here Ctrl-C stops the agents
         # One worker process per agent task: a stop (Ctrl-C) interrupts the task wherever it
         # is, an import included, and a reused worker kept the half-imported modules (the
@@ -285,6 +296,16 @@ def launch(
                 drain()
                 collect(ready)
             drain()
+        except ray.exceptions.RayActorError as lost:
+            # The queue and the stop flag live on the driver's node: they are gone only with
+            # it or with the head (the cluster itself).
+            raise ClusterLostError(
+                f"the launch lost its Ray cluster ({ray_address or 'local instance'}: the head "
+                f"node or this driver's node is gone; {type(lost).__name__}); every agent keeps "
+                "the states it committed, and its lease expires within the lease ttl once its "
+                "worker is gone: rerun the launch to resume each agent from its last committed "
+                "state"
+            ) from lost
         except KeyboardInterrupt as stop:
             result.interrupted = True
             result.terminated = isinstance(stop, Terminated)

@@ -58,6 +58,9 @@ def init_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
     else:
         init_ray_quietly(
             ray,
+            # A new instance even where this machine runs a Ray cluster (`ray start`, or one
+            # whose head died and left its address behind): plain ray.init() joins that one.
+            address="local",
             num_cpus=num_cpus,
             include_dashboard=False,
             _node_ip_address="127.0.0.1",
