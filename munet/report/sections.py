@@ -129,12 +129,15 @@ def leaderboard(view: SystemView, labels: dict[str, str]) -> str:
 
 def _parent_cell(parent: str | None, labels: dict[str, str]) -> str:
     """A parent's or ancestor's full path id (`agent id:path id`, as the tasks table's best
-    paths); its agent's label on hover."""
+    paths); its agent's label on hover. The id may break after a `~` (`VitCpu~root_model~` /
+    `random_init:0`) where the table would otherwise not fit the window: two such columns of
+    root-model ids would make the leaderboard scroll sideways at 1,400 px."""
     if not parent:
         return '<td data-v="">-</td>'
     agent = parent.rpartition(":")[0]
     tip = labels.get(agent, agent)
-    return f'<td data-v="{escape(parent)}" title="{escape(tip)}">{escape(parent)}</td>'
+    shown = escape(parent).replace("~", "~<wbr>")
+    return f'<td data-v="{escape(parent)}" title="{escape(tip)}">{shown}</td>'
 
 
 def _slug(agent_id: str) -> str:
