@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import logging
 import os
+import time
+from contextlib import ExitStack
 
 import torch
 
@@ -28,11 +30,14 @@ from munet.models import (
     init_components,
     load_checkpoint,
 )
-from munet.system import Path, Population, SystemStore, format_agent_id
+from munet.system import AgentLockedError, Path, Population, SystemStore, format_agent_id
 
 log = logging.getLogger("munet.agents")
 
 ROOT_KINDS = ("random_init", "checkpoint", "pretrained")
+#: How long a creator of a root model waits for another process holding the root's lock (most
+#: likely creating the same root) before it gives up (`AgentLockedError`).
+CREATOR_WAIT_SECONDS = 120.0
 
 
 def _registered_checkpoint_hint(config: AgentConfig) -> str:
@@ -163,10 +168,11 @@ def create_root_model(
         tensors = load_checkpoint(builtin.file, arch, image_size)
     else:
         tensors = load_checkpoint(config.checkpoint_path, arch, image_size)
-    with store.lock(agent_id):
-        if store.latest_state(agent_id) is not None:
-            # Another process created it while this one built the tensors.
-            log.info("root model %s already exists", agent_id)
+    with ExitStack() as locked:
+        if not _lock_unless_created(store, agent_id, locked):
+            # Another process created it while this one built the tensors (or waited).
+            log.info("root model %s already exists (created by another process meanwhile)",
+                     agent_id)
             return store.load(agent_id, [config.name]).population.own_paths[0]
         population = Population(agent_id, task_name=f"root_model/{kind}")
         components = [
@@ -179,3 +185,36 @@ def create_root_model(
     source = f" from the built-in pretrained root {builtin.file}" if builtin is not None else ""
     log.info("created root model %s with %d components%s", agent_id, len(components), source)
     return path
+
+
+def _lock_unless_created(store: SystemStore, agent_id: str, stack: ExitStack) -> bool:
+    """Take the root agent's lock (held until `stack` closes) when its root model is still to
+    be created; False once another process created it.
+
+    A lock held by another process is most likely another creator of the same root (`munet
+    root`s or agents started together): it is waited for, up to `CREATOR_WAIT_SECONDS`, so
+    that each loser of the race finds the root made rather than failing as if the agent ran.
+
+    Raises:
+        AgentLockedError: the lock is still held, and no root made, after the wait.
+    """
+    deadline = time.monotonic() + CREATOR_WAIT_SECONDS
+    delay = 0.05
+    while True:
+        if store.latest_state(agent_id) is not None:
+            return False
+        try:
+            stack.enter_context(store.lock(agent_id))
+        except AgentLockedError:
+            if time.monotonic() + delay > deadline:
+                raise
+            if delay == 0.05:
+                log.info("root model %s: another process holds its lock; waiting (up to %.0f "
+                         "s) for it to create the root", agent_id, CREATOR_WAIT_SECONDS)
+            time.sleep(delay)
+            delay = min(2 * delay, 1.0)
+            continue
+        if store.latest_state(agent_id) is not None:
+            stack.close()  # made by the holder just before: nothing to write
+            return False
+        return True
