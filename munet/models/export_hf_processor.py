@@ -61,7 +61,7 @@ class MunetImageProcessor(BaseImageProcessor):
         self, images: Any, return_tensors: str | None = None, **kwargs: Any
     ) -> BatchFeature:
         """Pixel values for one image or a list: PIL images, file paths or uint8 arrays
-        (H, W) / (H, W, C) of any size and mode.
+        (H, W), (H, W, 3) or (H, W, 4), of any size and mode.
 
         Returns:
             BatchFeature with `pixel_values` float32 (N, 3, S, S) in [-1, 1] (a torch tensor
@@ -100,9 +100,11 @@ def _rgb(image: Any) -> Image.Image:
         image.load()
         return image.convert("RGB")
     array = np.asarray(image)
-    if array.dtype != np.uint8 or array.ndim not in (2, 3):
+    channels_last = array.ndim == 3 and array.shape[-1] in (3, 4)
+    if array.dtype != np.uint8 or not (array.ndim == 2 or channels_last):
         raise ValueError(
             f"an image of type {type(image).__name__}, dtype {array.dtype}, shape "
-            f"{array.shape}: expected a PIL image, a file path or a uint8 (H, W[, C]) array"
+            f"{array.shape}: expected a PIL image, a file path or a uint8 (H, W), (H, W, 3) "
+            "or (H, W, 4) array"
         )
     return Image.fromarray(array).convert("RGB")

@@ -230,3 +230,21 @@ def _python_block(card: str, heading: str) -> str:
     match = re.search(r"```python\n(.*?)```", section, re.S)
     assert match is not None, f"no python block under {heading!r}"
     return match.group(1)
+
+
+def test_munets_processor_takes_arrays_and_names_what_it_cannot_take():
+    pytest.importorskip("transformers")
+    from munet.models.export_hf_processor import MunetImageProcessor
+
+    processor = MunetImageProcessor(size={"height": SIZE, "width": SIZE}, storage_size=STORAGE)
+    preprocess = Preprocessing(SIZE, STORAGE)
+    rng = np.random.default_rng(1)
+    for array in (rng.integers(0, 256, (30, 22), dtype=np.uint8),
+                  rng.integers(0, 256, (9, 40, 4), dtype=np.uint8)):  # fmt: skip
+        theirs = processor(array, return_tensors="pt")["pixel_values"]
+        torch.testing.assert_close(theirs, preprocess([array]), rtol=0, atol=1e-6)
+    assert processor([array, array])["pixel_values"].shape == (2, 3, SIZE, SIZE)  # numpy
+    with pytest.raises(ValueError, match=r"shape \(3, 8, 8\): expected a PIL image"):
+        processor(np.zeros((3, 8, 8), np.uint8))  # channels first
+    with pytest.raises(ValueError, match="size=.*expected"):
+        MunetImageProcessor(size={"height": 12, "width": 16})
