@@ -6,6 +6,7 @@ full state dir (tmpfs in a private mount namespace, skipped with the reason wher
 """
 
 import pathlib
+import re
 import subprocess
 import sys
 import time
@@ -28,6 +29,12 @@ from tests.agents.conftest import TINY_OVERRIDES
 REPO = pathlib.Path(__file__).resolve().parents[2]
 MUNET = [sys.executable, "-m", "munet"]
 
+def _without_start_line(err: str) -> str:
+    """stderr less a long command's ``munet run: started ...`` line (munet.cli.status_lines),
+    which comes first, before the command's own work: the error is then the one line left."""
+    return re.sub(r"^munet [\w ]+: started[^\n]*\n", "", err)
+
+
 
 def test_exit_codes_are_distinct():
     assert len(set(EXIT_CODES.values())) == len(EXIT_CODES)
@@ -38,7 +45,7 @@ def test_a_nonsense_value_is_one_line_and_the_traceback_needs_debug(tmp_path, ca
     args = ["run", "--agent", "VitCpu", "--task", "digits", "--cycles", "1"]
     args += ["-d", str(tmp_path / "s"), "--set", "eval_batch_size=-1"]
     assert main(args) == EXIT_BAD_INPUT
-    err = capsys.readouterr().err
+    err = _without_start_line(capsys.readouterr().err)
     assert err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith("munet: error: eval_batch_size=-1: expected an int >= 0")
     assert main([*args, "--debug"]) == EXIT_BAD_INPUT
@@ -70,7 +77,7 @@ def test_a_locked_agent_is_one_line(tmp_path, capsys):
         assert ready.exists()
         args = ["run", "--agent", "VitCpu", "--task", "digits", "--cycles", "1"]
         assert main([*args, "-d", str(state)]) == EXIT_LOCKED
-        err = capsys.readouterr().err
+        err = _without_start_line(capsys.readouterr().err)
         assert err.count("\n") == 1 and err.startswith("munet: error: agent 'VitCpu~digits'")
         assert "is already running" in err
     finally:
@@ -132,12 +139,11 @@ def test_racing_roots_never_print_a_traceback(tmp_path):
             for _ in range(3)
         ]
         results = [(p.wait(300), *p.communicate()) for p in procs]
+        # The losers wait for the winner's lock, then find the root made: "already exists",
+        # exit 0, as a later `munet root` says (tests/cli/test_root_race.py for S3 too).
         for code, _out, err in results:
             assert "Traceback" not in err
-            assert code in (0, EXIT_LOCKED), err
-            if code:
-                assert len(err.strip().splitlines()) == 1 and "already running" in err
-        assert any(code == 0 for code, _, _ in results)
+            assert code == 0, err
         assert [p.name for p in (state / "VitCpu~root_model~pretrained").iterdir()] in (
             [".lock", "state_0_0"],
             ["state_0_0", ".lock"],
@@ -243,7 +249,7 @@ def test_bad_command_lines_are_one_line_without_a_traceback(argv, tmp_path, caps
     if "-d" not in argv:
         argv = [*argv, "-d", str(tmp_path / "state")]
     code = main(argv)
-    err = capsys.readouterr().err
+    err = _without_start_line(capsys.readouterr().err)
     assert code == EXIT_BAD_INPUT, err
     assert err.count("\n") == 1 and err.startswith("munet: error: "), err
 
