@@ -37,7 +37,8 @@ import fsspec  # noqa: E402
 import torch  # noqa: E402
 
 from munet.system import Population, SystemStore  # noqa: E402
-from munet.system.fs import FsspecFS, LocalFS  # noqa: E402
+from munet.system.fs import LocalFS  # noqa: E402
+from munet.system.fsspec_fs import FsspecFS  # noqa: E402
 from munet.system.instrumented_fs import InstrumentedFS  # noqa: E402
 
 CLASS = "Bench"

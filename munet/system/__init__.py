@@ -71,7 +71,8 @@ from munet.system.errors import (
     SystemStateError,
     UnsafePathError,
 )
-from munet.system.fs import FsspecFS, LocalFS, StateFS, open_state_fs
+from munet.system.fs import LocalFS, StateFS
+from munet.system.fsspec_fs import FsspecFS, open_state_fs
 from munet.system.loading import LoadedState
 from munet.system.lock import AgentLock
 from munet.system.manifest import StateRef, state_dir_name

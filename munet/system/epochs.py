@@ -12,10 +12,10 @@ from munet.system.lock import AgentLock
 from munet.system.manifest import MANIFEST
 
 if TYPE_CHECKING:
-    from munet.system.store import SystemStore
+    from munet.system.layout import StateLayout
 
 
-def claim_for_lock(store: SystemStore, agent_id: str, agent_lock: AgentLock) -> HeldHead:
+def claim_for_lock(store: StateLayout, agent_id: str, agent_lock: AgentLock) -> HeldHead:
     """Claim a new epoch of the agent's commit pointer for the lock just taken (creating the
     pointer of a store written before pointers, naming its listed states), and let the lease
     explain a loss from the pointer.
@@ -59,7 +59,7 @@ def claim_for_lock(store: SystemStore, agent_id: str, agent_lock: AgentLock) -> 
     return held
 
 
-def explain_loss(store: SystemStore, agent_id: str, token: str | None) -> str | None:
+def explain_loss(store: StateLayout, agent_id: str, token: str | None) -> str | None:
     """What happened to a lease whose claim file vanished, from the commit pointer."""
     try:
         found = store.read_head(agent_id)

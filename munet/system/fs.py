@@ -2,9 +2,10 @@
 
 Everything the store does to files goes through `StateFS`, with `/`-separated paths relative
 to nothing (absolute local paths or the fsspec path of the URL). `LocalFS` gives durable,
-atomic commits (fsync + rename) and memory-mapped reads. `FsspecFS` runs the same store on any
-fsspec filesystem (object stores, `memory://`): there a directory rename is not atomic, so the
-store writes a state in place and its manifest last, which is the commit marker readers need.
+atomic commits (fsync + rename) and memory-mapped reads. `FsspecFS` (munet.system.fsspec_fs)
+runs the same store on any fsspec filesystem (object stores, `memory://`): there a directory
+rename is not atomic, so the store writes a state in place and its manifest last, which is the
+commit marker readers need.
 
 fsspec caches directory listings in each filesystem instance (s3fs and gcsfs: for ever by
 default) and shares instances between every user of the same URL in a process, so `FsspecFS`
@@ -358,7 +359,4 @@ def _link_message(path: str, root: str | None) -> str:
     )
 
 
-# The fsspec half lives in its own module; importable from here as before.
-from munet.system.fsspec_fs import FsspecFS, open_state_fs  # noqa: E402
-
-__all__ = ["FsspecFS", "LocalFS", "StateFS", "open_state_fs"]
+__all__ = ["LocalFS", "StateFS"]

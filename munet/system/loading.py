@@ -15,17 +15,9 @@ from typing import Any
 
 from munet.system.component import Component
 from munet.system.errors import CorruptStateError, StateRemovedError, SystemStateError
-from munet.system.fs import StateFS
 from munet.system.history import csv_to_rows
-from munet.system.integrity import (
-    check_components,
-    check_manifest,
-    check_state_files,
-    check_verify_level,
-)
+from munet.system.layout import LOAD_ATTEMPTS, StateLayout
 from munet.system.manifest import (
-    MANIFEST,
-    ManifestMissingError,
     StateRef,
     history_file_name,
     parse_state_dir,
@@ -35,10 +27,8 @@ from munet.system.population import Population
 from munet.system.records import assemble_paths
 from munet.system.scoring import ScorerDecay
 from munet.system.shards import ComponentLocation, ShardReader, spec_from_json
+from munet.system.state_checks import check_state_files, check_verify_level
 
-#: Listings of an agent's states tried while states vanish under the reader; then a state that
-#: still fails to read is treated as damaged.
-LOAD_ATTEMPTS = 3
 #: Threads reading other agents' states at a load.
 LOAD_THREADS = 16
 
@@ -64,16 +54,23 @@ class LoadedState:
     loaded_states: list[StateRef]
 
 
-class StateReading:
-    """`SystemStore`'s reading methods (a mixin: SystemStore provides
-    these attributes and its folder and listing methods)."""
+class StateReader:
+    """Reads the system under a layout: an agent's view of it (`load`), each agent's latest
+    good state, and lazily read components checked against their sha256; held by
+    `SystemStore` (its reading half), with the caches one store object keeps.
 
-    fs: StateFS
-    root: str
-    verified_components: set[tuple[str, str, str]]
-    _readers: dict[str, ShardReader]
-    _readers_lock: threading.Lock
-    _warned: set[str]
+    Args:
+        layout: the store's folders and listings (the `SystemStore` itself).
+    """
+
+    def __init__(self, layout: StateLayout) -> None:
+        self.layout = layout
+        self.fs = layout.fs
+        self._readers: dict[str, ShardReader] = {}
+        self._readers_lock = threading.Lock()
+        #: (shard file, component key, sha256) of components whose checksum was verified.
+        self.verified_components: set[tuple[str, str, str]] = set()
+        self._warned: set[str] = set()
 
     # Loading --------------------------------------------------------------------------------
     def shard_reader(self, relative_file: str) -> ShardReader:
@@ -81,7 +78,7 @@ class StateReading:
         with self._readers_lock:
             reader = self._readers.get(relative_file)
             if reader is None:
-                reader = ShardReader(self.fs, self._abs(relative_file), relative_file)
+                reader = ShardReader(self.fs, self.layout.abs_path(relative_file), relative_file)
                 self._readers[relative_file] = reader
             return reader
 
@@ -102,7 +99,7 @@ class StateReading:
             location = ComponentLocation(entry["file"], entry["sha256"])
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise CorruptStateError(f"component {key}: bad index entry ({e})") from None
-        self._abs(location.file)  # Refuse references escaping the state dir up front.
+        self.layout.abs_path(location.file)  # Refuse references escaping the state dir up front.
 
         def load() -> dict:
             # Verified at load by this store (committed shards never change): skip the rehash.
@@ -132,7 +129,7 @@ class StateReading:
         removed = False
         if state is not None:
             try:
-                removed = state not in self.list_states(agent_id)
+                removed = state not in self.layout.list_states(agent_id)
             except (SystemStateError, OSError):
                 removed = False  # Not known (the store is unreachable): as it was.
         if removed:
@@ -156,31 +153,6 @@ class StateReading:
             self._warned.add(message)
         warnings.warn(message, stacklevel=stacklevel + 1)
 
-    def _uncommitted_meanwhile(self, state: StateRef, error: Exception) -> bool:
-        """Whether a listed state that failed to read may just have stopped being committed,
-        so that listing again is the answer rather than calling it damaged.
-
-        Its owner deletes it when a newer end-of-cycle state replaces it: with atomic renames
-        the folder goes at once; on manifest-last stores the manifest goes first, so a folder
-        whose manifest is missing is a leftover being removed, not a committed state (and a
-        listing that shows a manifest a read does not find is asked again).
-        """
-        folder = self.fs.join(self.agent_dir(state.agent_id), state.name)
-        try:
-            if self.fs.atomic_rename:
-                return not self.fs.exists(folder)
-            if state.manifest_sha256 is not None:  # listed from the commit pointer
-                # Dropped from the pointer meanwhile; or a manifest it names missed by one
-                # read (asked again; still missing at the last attempt: damaged).
-                return isinstance(error, ManifestMissingError) or state not in self.list_states(
-                    state.agent_id
-                )
-            return isinstance(error, ManifestMissingError) or not self.fs.exists(
-                self.fs.join(folder, MANIFEST)
-            )
-        except SystemStateError:
-            return False  # There, but a link: damaged, not gone.
-
     def latest_good_state(
         self,
         agent_id: str,
@@ -202,15 +174,13 @@ class StateReading:
         Raises:
             SystemStateError: with `strict`, the latest state is damaged.
         """
-        found = self._latest_good(
-            agent_id, end_of_cycle=end_of_cycle, strict=strict, verify=verify
-        )
+        found = self._latest_good(agent_id, end_of_cycle=end_of_cycle, strict=strict, verify=verify)
         return None if found is None else (found[0], found[1])
 
     def _read_history(self, state: StateRef, manifest: Mapping[str, Any]) -> list[dict]:
         """The history rows of a state, unchecked (verify level `none`)."""
         name = history_file_name(dict(manifest), state)
-        path = self.fs.join(self.agent_dir(state.agent_id), state.name, name)
+        path = self.fs.join(self.layout.agent_dir(state.agent_id), state.name, name)
         try:
             return list(csv_to_rows(self.fs.read_bytes(path).decode()))
         except (FileNotFoundError, UnicodeDecodeError, csv.Error) as e:
@@ -236,7 +206,9 @@ class StateReading:
         for attempt in range(LOAD_ATTEMPTS):
             try:
                 states = [
-                    s for s in self.list_states(agent_id) if s.end_of_cycle or not end_of_cycle
+                    s
+                    for s in self.layout.list_states(agent_id)
+                    if s.end_of_cycle or not end_of_cycle
                 ]
             except (SystemStateError, OSError) as e:
                 if strict:
@@ -246,9 +218,9 @@ class StateReading:
             relist = False
             for state in reversed(states):
                 try:
-                    manifest = self.read_manifest(state)
-                    check_manifest(self, state, manifest)
-                    check_components(self, state, manifest, verify)
+                    manifest = self.layout.read_manifest(state)
+                    self.check_manifest(state, manifest)
+                    self.check_components(state, manifest, verify)
                     history = None
                     if with_history:
                         # The agent's own state: its history goes on into its next state, so
@@ -256,14 +228,14 @@ class StateReading:
                         # like a damaged manifest), read in the same attempt as the manifest
                         # (a state its owner removes meanwhile is listed again).
                         if verify != "none":
-                            history = check_state_files(self, state, manifest)
+                            history = check_state_files(self.layout, state, manifest)
                         elif not state.end_of_cycle:
                             history = self._read_history(state, manifest)
                         if state.end_of_cycle:
                             history = None  # a new cycle starts a new history
                     return state, manifest, history
                 except (SystemStateError, OSError) as e:
-                    if attempt + 1 < LOAD_ATTEMPTS and self._uncommitted_meanwhile(state, e):
+                    if attempt + 1 < LOAD_ATTEMPTS and self.layout.uncommitted_meanwhile(state, e):
                         relist = True  # Removed by its owner meanwhile: list again.
                         break
                     if strict:
@@ -324,7 +296,7 @@ class StateReading:
         own = None if own_found is None else (own_found[0], own_found[1])
         if own is not None:
             manifests.append(own)
-        others = [a for a in self.agent_ids(agent_classes) if a != agent_id]
+        others = [a for a in self.layout.agent_ids(agent_classes) if a != agent_id]
 
         def read(other: str) -> tuple[StateRef, dict[str, Any]] | None:
             return self.latest_good_state(other, end_of_cycle=True, verify=verify)
@@ -361,6 +333,74 @@ class StateReading:
             loaded_states=[s for s, _ in manifests],
         )
 
+    # Checks (munet.system.integrity's levels) ----------------------------------------------
+    def check_manifest(self, state: StateRef, manifest: dict[str, Any]) -> None:
+        """Check a parsed manifest rebuilds into paths (no tensor is read).
+
+        Raises:
+            CorruptStateError: naming the state and what is wrong.
+        """
+        where = f"state {state.relative_dir}"
+        for key, kind in (
+            ("components", dict),
+            ("paths", dict),
+            ("published", list),
+            ("shards", dict),
+            ("next_path_id", int),
+            ("next_component_id", int),
+            ("first_unsaved_component_id", int),
+        ):
+            if not isinstance(manifest.get(key), kind):
+                raise CorruptStateError(
+                    f"{where}: manifest entry {key!r} is {manifest.get(key)!r:.60}, "
+                    f"expected a {kind.__name__}"
+                )
+        # Rebuild the state's paths into a scratch population: every record and index entry is
+        # parsed exactly as a load would, with lazy components (nothing read from the shards).
+        # Parents in other states are not loaded here: no orphan messages.
+        assemble_paths(
+            Population(state.agent_id), [(state, manifest)], self.lazy_component, log_orphans=False
+        )
+
+    def check_components(self, state: StateRef, manifest: dict[str, Any], verify: str) -> int:
+        """Check every component a state indexes at level `verify`.
+
+        Returns:
+            The number of components checked.
+
+        Raises:
+            CorruptStateError / ComponentCorruptError / UnsafePathError: the first bad one.
+        """
+        if verify == "none":
+            return 0
+        count = 0
+        for key, entry in manifest["components"].items():
+            component = self.lazy_component(key, entry)
+            location = component.location
+            reader = self.shard_reader(location.file)
+            if verify == "checksums":
+                token = (location.file, key, location.sha256)
+                if token not in self.verified_components:
+                    # Read and drop: the tensors (and their memory maps) go once hashed.
+                    reader.read_component(key, component.spec, location.sha256)
+                    self.verified_components.add(token)
+            else:
+                reader.check_component(key, component.spec)
+            count += 1
+        return count
+
+    def check_state(self, state: StateRef, verify: str = "checksums") -> dict[str, Any]:
+        """The manifest of a state, once the state is checked whole at level `verify`.
+
+        Raises:
+            SystemStateError: the state is damaged (a `CorruptStateError` naming the file and
+                the problem, or an `UnsafePathError` for a link).
+        """
+        manifest = self.layout.read_manifest(state)
+        self.check_manifest(state, manifest)
+        self.check_components(state, manifest, verify)
+        return manifest
+
     # Maintenance ----------------------------------------------------------------------------
     def verify_state(self, state: StateRef) -> int:
         """Read every component a committed state indexes and check its checksum.
@@ -371,10 +411,10 @@ class StateReading:
         Raises:
             CorruptStateError / ComponentCorruptError: naming the first bad component or file.
         """
-        manifest = self.read_manifest(state)
-        check_manifest(self, state, manifest)
+        manifest = self.layout.read_manifest(state)
+        self.check_manifest(state, manifest)
         for shard_name, info in manifest.get("shards", {}).items():
-            path = self.fs.join(self.agent_dir(state.agent_id), state.name, shard_name)
+            path = self.fs.join(self.layout.agent_dir(state.agent_id), state.name, shard_name)
             if not self.fs.exists(path) or self.fs.size(path) != info["bytes"]:
                 raise CorruptStateError(
                     f"state {state.relative_dir}: shard {shard_name} is missing or truncated"

@@ -20,9 +20,10 @@ from munet.system.component import Component
 from munet.system.epochs import claim_for_lock
 from munet.system.errors import LeaseLostError, LockNotHeldError, StateExistsError
 from munet.system.fencing import commit_fenced
-from munet.system.fs import StateFS, content_version
+from munet.system.fs import content_version
 from munet.system.head import HeadEntry, commit_to_head, uncommit_from_head
 from munet.system.history import rows_to_csv
+from munet.system.layout import StateLayout
 from munet.system.lock import LOCK_FILE, AgentLock
 from munet.system.manifest import (
     HISTORY,
@@ -41,15 +42,34 @@ from munet.system.strays import TMP_PREFIX, remove_strays
 log = logging.getLogger("munet.system")
 
 
-class StateWriting:
-    """`SystemStore`'s lock and commit methods (a mixin: SystemStore provides
-    these attributes and its folder and listing methods)."""
+class StateWriter:
+    """Writes agents' states under a layout: the agent's lock, the commit of a state, its
+    retirement; held by `SystemStore` (its writing half).
 
-    fs: StateFS
-    max_shard_bytes: int
-    lease_ttl: float | None
-    lease_tag: str | None
-    _locks: dict[str, AgentLock]
+    Args:
+        layout: the store's folders and listings (the `SystemStore` itself).
+        max_shard_bytes: a new shard starts once a shard would grow past this.
+        lease_ttl: on fsspec stores, seconds a lease stays live without a heartbeat.
+        lease_tag: the launch this process belongs to (munet.system.lease).
+    """
+
+    def __init__(
+        self,
+        layout: StateLayout,
+        max_shard_bytes: int,
+        lease_ttl: float | None = None,
+        lease_tag: str | None = None,
+    ) -> None:
+        self.layout = layout
+        self.fs = layout.fs
+        self.max_shard_bytes = int(max_shard_bytes)
+        self.lease_ttl = lease_ttl
+        self.lease_tag = lease_tag
+        self._locks: dict[str, AgentLock] = {}
+
+    def held_lock(self, agent_id: str) -> AgentLock | None:
+        """This store's lock of the agent, while `lock(agent_id)` holds it."""
+        return self._locks.get(agent_id)
 
     # Locking --------------------------------------------------------------------------------
     @contextmanager
@@ -63,7 +83,7 @@ class StateWriting:
             AgentLockedError: another process (or another lock here) runs the agent.
             UnsafePathError: the agent's folder or lock file is a symbolic link.
         """
-        agent_dir = self.agent_dir(agent_id)
+        agent_dir = self.layout.agent_dir(agent_id)
         # Refuses (UnsafePathError) an agent folder or `.lock` that is a link, before opening.
         self.fs.exists(self.fs.join(agent_dir, LOCK_FILE))
         # stacklevel 4: acquire <- this generator <- contextlib's __enter__ <- the caller.
@@ -82,7 +102,7 @@ class StateWriting:
             if not self.fs.atomic_rename:
                 # Before anything else: a new epoch, so no later write of an earlier holder
                 # can commit (munet.system.head).
-                agent_lock.head = claim_for_lock(self, agent_id, agent_lock)
+                agent_lock.head = claim_for_lock(self.layout, agent_id, agent_lock)
             self._clean_leftovers(agent_id)
             yield agent_lock
         except BaseException as err:
@@ -126,32 +146,32 @@ class StateWriting:
             raise LockNotHeldError(f"uncommitting {state.relative_dir} needs the agent's lock")
         if lock.head is not None:
             uncommit_from_head(
-                self.fs, self.agent_dir(state.agent_id), lock.head, {state.name}
+                self.fs, self.layout.agent_dir(state.agent_id), lock.head, {state.name}
             )
 
     def _clean_leftovers(self, agent_id: str) -> None:
-        agent_dir = self.agent_dir(agent_id)
+        agent_dir = self.layout.agent_dir(agent_id)
         if not self.fs.atomic_rename:
             # Files no committed state uses: states deleted or quarantined half-way, writes
             # of killed holders, and late writes of holders that lost the lease.
-            remove_strays(self, agent_id)
+            remove_strays(self.layout, agent_id)
             return
         for name in self.fs.listdir(agent_dir):
             if name.startswith(TMP_PREFIX):
                 with stop_signals_deferred():  # removed whole, not cut half-way by a stop
                     self.fs.remove_tree(self.fs.join(agent_dir, name))
-        latest_eoc = self.latest_state(agent_id, end_of_cycle=True)
+        latest_eoc = self.layout.latest_state(agent_id, end_of_cycle=True)
         if latest_eoc is not None:
             self._remove_intermediate_before(agent_id, latest_eoc)
 
     def _remove_intermediate_before(self, agent_id: str, state: StateRef) -> None:
-        for s in self.list_states(agent_id):
+        for s in self.layout.list_states(agent_id):
             if not s.end_of_cycle and (s.cycle, s.generation) < (state.cycle, state.generation):
                 self._remove_state(s)
 
     def _remove_state(self, state: StateRef) -> None:
         """Uncommit a state first, then delete it, so a kill in between leaves no half state."""
-        agent_dir = self.agent_dir(state.agent_id)
+        agent_dir = self.layout.agent_dir(state.agent_id)
         folder = self.fs.join(agent_dir, state.name)
         if self.fs.atomic_rename:
             doomed = self.fs.join(agent_dir, f"{TMP_PREFIX}{state.name}-{secrets.token_hex(4)}")
@@ -208,7 +228,7 @@ class StateWriting:
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{what} {value!r}: expected an int >= 0")
         state = StateRef(agent_id, cycle, generation)
-        agent_dir = self.agent_dir(agent_id)
+        agent_dir = self.layout.agent_dir(agent_id)
         final_dir = self.fs.join(agent_dir, state.name)
         if lock.head is not None:
             if lock.head.head.entry(state.name) is not None:
@@ -219,7 +239,7 @@ class StateWriting:
             if self.fs.atomic_rename or self.fs.exists(self.fs.join(final_dir, MANIFEST)):
                 raise StateExistsError(f"state {state.relative_dir} is already committed")
             self.fs.remove_tree(final_dir)  # An uncommitted in-place write of a failed save.
-        latest = self.latest_state(agent_id)
+        latest = self.layout.latest_state(agent_id)
         if latest is not None and (cycle, generation) < (latest.cycle, latest.generation):
             raise ValueError(
                 f"state {state.name} is older than the agent's latest state {latest.name}"
@@ -372,4 +392,4 @@ class StateWriting:
             lock.head.head.epoch,
             lock.lease.token if lock.lease is not None else None,
         )
-        return commit_to_head(self.fs, self.agent_dir(state.agent_id), lock.head, entry)
+        return commit_to_head(self.fs, self.layout.agent_dir(state.agent_id), lock.head, entry)

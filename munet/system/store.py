@@ -1,9 +1,9 @@
 """SystemStore: the crash-safe sharded system state on disk (or any fsspec filesystem).
 
-What a state holds and its manifest: munet.system.manifest. The store's writing half (the
-agent's lock, committing a state) is munet.system.saving, its reading half (an agent's view of
-the system, checked lazily read components) munet.system.loading; this module holds the store
-itself: its folders, listings and manifest reads.
+What a state holds and its manifest: munet.system.manifest. A store is its layout (folders,
+listings, manifest and history reads: munet.system.layout) and holds a reader (an agent's view
+of the system, checked lazily read components: munet.system.loading) and a writer (the agent's
+lock, committing a state: munet.system.saving), whose methods it offers as its own.
 
 Layout (one folder per agent, one folder per committed state):
 
@@ -32,36 +32,28 @@ Layout (one folder per agent, one folder per committed state):
 
 from __future__ import annotations
 
-import csv
 import os
-import threading
-import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
 from typing import Any
 
-from munet.system.errors import CorruptStateError
-from munet.system.fs import LocalFS, StateFS, content_version, open_state_fs
-from munet.system.head import HEAD_FILE, Head
-from munet.system.history import csv_to_rows
-from munet.system.loading import LOAD_ATTEMPTS, StateReading
+from munet.system.component import Component
+from munet.system.fs import StateFS
+from munet.system.fsspec_fs import open_state_fs
+from munet.system.layout import StateLayout
+from munet.system.loading import LoadedState, StateReader
 from munet.system.lock import AgentLock
-from munet.system.manifest import (
-    HISTORY,
-    MANIFEST,
-    ManifestMissingError,
-    StateRef,
-    history_file_name,
-    parse_manifest,
-    parse_state_dir,
-)
-from munet.system.naming import agent_class_name, validate_agent_id
-from munet.system.saving import StateWriting
+from munet.system.manifest import StateRef
+from munet.system.path import Path
+from munet.system.population import Population
+from munet.system.saving import StateWriter
+from munet.system.scoring import ScorerDecay
 from munet.system.shards import ShardReader
 
 DEFAULT_MAX_SHARD_BYTES = 1 << 30
 
 
-class SystemStore(StateReading, StateWriting):
+class SystemStore(StateLayout):
     """The system state of all agents under one root (a local path or an fsspec URL).
 
     Args:
@@ -73,7 +65,10 @@ class SystemStore(StateReading, StateWriting):
             by a killed earlier attempt, is waited out instead of refused).
 
     Only the process holding `lock(agent_id)` may `save_state` that agent; everyone may
-    `load` and read everyone's committed states.
+    `load` and read everyone's committed states. The listings and reads of the layout are
+    the store's own (munet.system.layout); reading is its `reader`'s
+    (munet.system.loading.StateReader), writing its `writer`'s
+    (munet.system.saving.StateWriter).
     """
 
     def __init__(
@@ -85,154 +80,102 @@ class SystemStore(StateReading, StateWriting):
         lease_ttl: float | None = None,
         lease_tag: str | None = None,
     ) -> None:
-        self.lease_ttl = lease_ttl
-        self.lease_tag = lease_tag
         if fs is None:
-            self.fs, self.root = open_state_fs(root)
-        else:
-            self.fs, self.root = fs, os.fspath(root)
-        self.max_shard_bytes = int(max_shard_bytes)
-        self._locks: dict[str, AgentLock] = {}
-        self._readers: dict[str, ShardReader] = {}
-        self._readers_lock = threading.Lock()
-        #: (shard file, component key, sha256) of components whose checksum was verified.
-        self.verified_components: set[tuple[str, str, str]] = set()
-        self._warned: set[str] = set()
+            fs, root = open_state_fs(root)
+        super().__init__(fs, root)
+        self.reader = StateReader(self)
+        self.writer = StateWriter(self, max_shard_bytes, lease_ttl, lease_tag)
 
     def __repr__(self) -> str:
         return f"SystemStore({self.root!r})"
 
-    # Folders --------------------------------------------------------------------------------
-    def agent_dir(self, agent_id: str) -> str:
-        """The agent's folder (validated id: it cannot escape the root)."""
-        return self.fs.join(self.root, validate_agent_id(agent_id))
+    # Reading (the reader's) -------------------------------------------------------------------
+    def load(
+        self,
+        agent_id: str,
+        agent_classes: Iterable[str] | None = None,
+        *,
+        scorer: ScorerDecay | None = None,
+        max_task_population_size: int | None = None,
+        verify: str | None = None,
+    ) -> LoadedState:
+        """Open the system as seen by `agent_id`: see
+        :meth:`munet.system.loading.StateReader.load`."""
+        return self.reader.load(
+            agent_id,
+            agent_classes,
+            scorer=scorer,
+            max_task_population_size=max_task_population_size,
+            verify=verify,
+        )
 
-    def _abs(self, relative: str) -> str:
-        parts = relative.split("/")
-        if any(p in ("", ".", "..") for p in parts) or relative.startswith("/"):
-            raise CorruptStateError(f"file reference {relative!r} escapes the state dir")
-        validate_agent_id(parts[0])
-        return self.fs.join(self.root, *parts)
+    def latest_good_state(
+        self,
+        agent_id: str,
+        *,
+        end_of_cycle: bool = False,
+        strict: bool = False,
+        verify: str = "checksums",
+    ) -> tuple[StateRef, dict[str, Any]] | None:
+        """The agent's latest whole state and its manifest: see
+        :meth:`munet.system.loading.StateReader.latest_good_state`."""
+        return self.reader.latest_good_state(
+            agent_id, end_of_cycle=end_of_cycle, strict=strict, verify=verify
+        )
 
-    def agent_ids(self, agent_classes: Iterable[str] | None = None) -> list[str]:
-        """Agents with a folder in the store, optionally only of the given classes."""
-        classes = None if agent_classes is None else set(agent_classes)
-        out = []
-        for name in self.fs.listdir(self.root):
-            try:
-                validate_agent_id(name)
-            except ValueError:
-                continue  # Not an agent folder (a stray file, a hidden folder).
-            if classes is None or agent_class_name(name) in classes:
-                out.append(name)
-        return out
+    def lazy_component(self, key: str, entry: Mapping[str, Any]) -> Component:
+        """A component of a manifest's index, read and checked on first use."""
+        return self.reader.lazy_component(key, entry)
 
-    def read_head(self, agent_id: str) -> tuple[Head, str] | None:
-        """The agent's commit pointer and its version (object stores); None without one (local
-        disk, or a store written before pointers existed).
+    def shard_reader(self, relative_file: str) -> ShardReader:
+        """The (cached) reader of a shard, given relative to the state root."""
+        return self.reader.shard_reader(relative_file)
 
-        Raises:
-            CorruptStateError: the pointer is unreadable.
-        """
-        if self.fs.atomic_rename:
-            return None
-        path = self.fs.join(self.agent_dir(agent_id), HEAD_FILE)
-        found = self.fs.read_versioned(path)
-        if found is None:
-            return None
-        data, version = found
-        return Head.from_bytes(data, agent_id, f"{agent_id}/{HEAD_FILE}"), version
+    @property
+    def verified_components(self) -> set[tuple[str, str, str]]:
+        """(shard file, component key, sha256) of the components this store verified."""
+        return self.reader.verified_components
 
-    def list_states(self, agent_id: str) -> list[StateRef]:
-        """The agent's committed states, oldest first: on object stores those its commit
-        pointer names (munet.system.head), else the state folders (holding a manifest)."""
-        agent_dir = self.agent_dir(agent_id)
-        if self.fs.atomic_rename:
-            names = self.fs.listdir(agent_dir)
-        else:
-            head = self.read_head(agent_id)
-            if head is not None:
-                return head[0].state_refs()
-            return self.listed_states(agent_id)
-        states = []
-        for name in names:
-            state = parse_state_dir(agent_id, name)
-            if state is not None:
-                states.append(state)
-        return sorted(states, key=lambda s: (s.cycle, s.generation))
+    def verify_state(self, state: StateRef) -> int:
+        """Read every component of a committed state and check its checksum: see
+        :meth:`munet.system.loading.StateReader.verify_state`."""
+        return self.reader.verify_state(state)
 
-    def listed_states(self, agent_id: str) -> list[StateRef]:
-        """The agent's states as listed from its folders, oldest first: on an object store
-        without a commit pointer (written before pointers existed), the folders holding a
-        manifest (written last: the commit mark of that older protocol)."""
-        # One listing (on an object store, not one request per state).
-        names = self.fs.dirs_with_file(self.agent_dir(agent_id), MANIFEST)
-        states = [s for name in names if (s := parse_state_dir(agent_id, name)) is not None]
-        return sorted(states, key=lambda s: (s.cycle, s.generation))
+    def close(self) -> None:
+        """Drop cached shard readers (their memory maps close once no tensor uses them)."""
+        self.reader.close()
 
-    def latest_state(self, agent_id: str, end_of_cycle: bool = False) -> StateRef | None:
-        """The agent's latest committed state (only generation-0 ones if `end_of_cycle`)."""
-        states = [s for s in self.list_states(agent_id) if s.end_of_cycle or not end_of_cycle]
-        return states[-1] if states else None
+    # Writing (the writer's) -------------------------------------------------------------------
+    def lock(self, agent_id: str) -> AbstractContextManager[AgentLock]:
+        """Hold the agent's lock: see :meth:`munet.system.saving.StateWriter.lock` (its
+        context manager itself, so that its warnings point at the caller)."""
+        return self.writer.lock(agent_id)
 
-    def read_manifest(self, state: StateRef) -> dict[str, Any]:
-        """The parsed manifest of a committed state.
+    def save_state(
+        self,
+        population: Population,
+        cycle: int,
+        generation: int,
+        config: Mapping[str, Any] | None = None,
+        published: Iterable[Path] | None = None,
+    ) -> StateRef:
+        """Commit the agent's state `state_<cycle>_<generation>`: see
+        :meth:`munet.system.saving.StateWriter.save_state`."""
+        return self.writer.save_state(population, cycle, generation, config, published)
 
-        Raises:
-            CorruptStateError: missing, unreadable or not a manifest of this state.
-        """
-        path = self.fs.join(self.agent_dir(state.agent_id), state.name, MANIFEST)
-        try:
-            data = self.fs.read_bytes(path)
-        except FileNotFoundError:
-            raise ManifestMissingError(f"state {state.relative_dir} has no {MANIFEST}") from None
-        if state.manifest_sha256 is not None and content_version(data) != state.manifest_sha256:
-            raise CorruptStateError(
-                f"state {state.relative_dir}: {MANIFEST} is not the one committed (its sha256 "
-                f"differs from the one {state.agent_id}/{HEAD_FILE} records): it was replaced "
-                "after the commit"
-            )
-        return parse_manifest(data, state)
+    def uncommit_state(self, state: StateRef) -> None:
+        """Make a committed state invisible before it is moved or removed: see
+        :meth:`munet.system.saving.StateWriter.uncommit_state`."""
+        self.writer.uncommit_state(state)
 
-    def read_path_history(self, agent_id: str) -> list[dict[str, str]]:
-        """The agent's full path history: rows of every end-of-cycle state, then those of the
-        latest state if it is mid-cycle. Cells are strings (CSV).
+    @property
+    def lease_ttl(self) -> float | None:
+        return self.writer.lease_ttl
 
-        A mid-cycle state its owner removes meanwhile (its end-of-cycle commit replaces it) is
-        not damage: the states are listed again."""
-        for attempt in range(LOAD_ATTEMPTS):
-            states = self.list_states(agent_id)
-            chosen = [s for s in states if s.end_of_cycle]
-            if states and not states[-1].end_of_cycle:
-                chosen.append(states[-1])
-            rows: list[dict[str, str]] = []
-            try:
-                for s in chosen:
-                    rows.extend(self._history_rows(s))
-                return rows
-            except CorruptStateError as error:
-                if attempt + 1 < LOAD_ATTEMPTS and self._uncommitted_meanwhile(s, error):
-                    time.sleep(0.05 * (attempt + 1))
-                    continue
-                raise
-        raise AssertionError("not reached: the last attempt raises")
+    @property
+    def lease_tag(self) -> str | None:
+        return self.writer.lease_tag
 
-    def _history_rows(self, state: StateRef) -> list[dict[str, str]]:
-        # On object stores each save names its history file (recorded in its manifest).
-        name = HISTORY if self.fs.atomic_rename else self.history_file(state)
-        path = self.fs.join(self.agent_dir(state.agent_id), state.name, name)
-        try:
-            return csv_to_rows(self.fs.read_bytes(path).decode())
-        except (FileNotFoundError, UnicodeDecodeError, csv.Error) as error:
-            raise CorruptStateError(
-                f"state {state.relative_dir}: unreadable {name} ({error})"
-            ) from None
-
-    def history_file(self, state: StateRef) -> str:
-        """The name of a committed state's history file (`paths.csv`, or the name its
-        manifest records)."""
-        return history_file_name(self.read_manifest(state), state)
-
-    def is_local(self) -> bool:
-        """Whether the store is on local disk (atomic commits, memory-mapped reads)."""
-        return isinstance(self.fs, LocalFS)
+    @property
+    def max_shard_bytes(self) -> int:
+        return self.writer.max_shard_bytes

@@ -36,7 +36,7 @@ from munet.system.manifest import (
 )
 
 if TYPE_CHECKING:
-    from munet.system.store import SystemStore
+    from munet.system.layout import StateLayout
 
 #: Prefix of a state being written (local disk) or being deleted.
 TMP_PREFIX = ".tmp-"
@@ -60,7 +60,7 @@ class StrayFiles:
     whole_folder: bool
 
 
-def find_strays(store: SystemStore, agent_id: str) -> list[StrayFiles]:
+def find_strays(store: StateLayout, agent_id: str) -> list[StrayFiles]:
     """The agent's files that no committed state uses (see the module docstring).
 
     Raises:
@@ -135,7 +135,7 @@ def _one_save(files: list[str]) -> bool:
     return len(suffixes) <= 1
 
 
-def _used_files(store: SystemStore, agent_id: str, states) -> dict[str, set[str] | None]:
+def _used_files(store: StateLayout, agent_id: str, states) -> dict[str, set[str] | None]:
     """Per committed state folder, the file names its manifest uses (None: unreadable)."""
     used: dict[str, set[str] | None] = {}
     for state in states:
@@ -164,7 +164,7 @@ def _used_files(store: SystemStore, agent_id: str, states) -> dict[str, set[str]
     return used
 
 
-def remove_strays(store: SystemStore, agent_id: str) -> list[StrayFiles]:
+def remove_strays(store: StateLayout, agent_id: str) -> list[StrayFiles]:
     """Remove the agent's strays (the caller holds its lock).
 
     Returns:

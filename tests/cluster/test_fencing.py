@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from munet.system import AgentLockedError, LeaseLostError, Population, SystemStore
-from munet.system.fs import FsspecFS
+from munet.system.fsspec_fs import FsspecFS
 from munet.system.integrity import find_damaged
 from tests.cluster.delay_proxy import DelayProxy
 

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from munet.system import AgentLockedError, Population, SystemStore
-from munet.system.fs import FsspecFS
+from munet.system.fsspec_fs import FsspecFS
 from munet.system.instrumented_fs import InstrumentedFS
 from munet.system.lease import LEASE_DIR, AgentLease, Claim
 

@@ -75,7 +75,7 @@ def test_ray_executor_without_ray_names_the_extra(monkeypatch):
 
     monkeypatch.delitem(sys.modules, "ray", raising=False)
     monkeypatch.setattr(builtins, "__import__", no_ray)
-    with pytest.raises(ImportError, match=r"munet\[ray\]") as info:
+    with pytest.raises(ImportError, match=r"munet-evolve\[ray\]") as info:
         RayExecutor(1)
     assert str(info.value) == RAY_EXTRA_HINT
 

@@ -9,7 +9,8 @@ import warnings
 from collections.abc import Callable
 
 from munet.system import StateRemovedError, SystemStore
-from munet.system.fs import StateFS, open_state_fs
+from munet.system.fs import StateFS
+from munet.system.fsspec_fs import open_state_fs
 from munet.system.instrumented_fs import InstrumentedFS
 from tests.system.store_helpers import A, make_root, run_cycle
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from munet.system import LeaseLostError, Population, SystemStore
-from munet.system.fs import FsspecFS
+from munet.system.fsspec_fs import FsspecFS
 from munet.system.outage import RetryPolicy
 
 A = "Vit~fence"

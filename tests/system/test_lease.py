@@ -11,7 +11,7 @@ import fsspec
 import pytest
 
 from munet.system import AgentLockedError, SystemStore
-from munet.system.fs import FsspecFS
+from munet.system.fsspec_fs import FsspecFS
 from munet.system.instrumented_fs import InstrumentedFS
 from munet.system.lease import AgentLease, default_lease_ttl
 

@@ -49,7 +49,7 @@ def _stall_mid_save(monkeypatch, store, root, then: BaseException, *, take_over:
     original = saving.write_shard
 
     def stalled(fs, path, components):
-        lock = store._locks[A]
+        lock = store.writer.held_lock(A)
         lock.lease._stop.set()
         lock.lease._thread.join()
         time.sleep(TTL + 0.1)

@@ -152,7 +152,7 @@ def test_unprepared_dataset_says_how_to_prepare_it(fake_tfds, monkeypatch, tmp_p
 
 def test_missing_package_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "tensorflow_datasets", None)
-    with pytest.raises(ImportError, match=r"munet\[tfds\]"):
+    with pytest.raises(ImportError, match=r"munet-evolve\[tfds\]"):
         load_tfds("cifar100")
 
 
