@@ -7,7 +7,8 @@ resumes from its last committed state); the driver prints one line per finished 
 cycle of every agent, then the leaderboard. Ctrl-C cancels the tasks (each agent stops, keeping
 what it committed) and still prints the leaderboard.
 
-This module is the driver; getting Ray is munet.cluster.ray_setup, and what runs in each
+This module is the driver: it checks the request, sets Ray up and runs the launch's scheduler
+(munet.cluster.scheduler); getting Ray is munet.cluster.ray_setup, and what runs in each
 agent's worker is munet.cluster.agent_task.
 """
 
@@ -16,17 +17,16 @@ from __future__ import annotations
 import os
 import secrets
 import socket
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from munet.cluster.agent_task import StopFlag, task_body
-from munet.cluster.events import Event, event_line, format_event
+from munet.cluster.events import Event
 from munet.cluster.ray_setup import import_ray, init_ray
+from munet.cluster.scheduler import AgentScheduler, AgentTasks
 from munet.cluster.specs import AgentSpec
-from munet.cluster.waits import multipath_waits, release
-from munet.cluster.worker import AgentStopped
+from munet.cluster.waits import multipath_waits
 from munet.interrupts import Terminated, defer_sigint, interruption_point, resume_sigint
 from munet.progress import bars_enabled, progress_bar, write_line
 
@@ -163,7 +163,6 @@ def launch(
     started = False
     # Every agent's generations, added up as agents start (each says how many it has left).
     bar = progress_bar(0, "launch", "gen", bars_enabled(progress))
-    left: dict[str, int] = {}  # per agent, generations still to run (a retry re-announces)
     shown = echo
     echo = lambda line: write_line(shown, line)  # noqa: E731  (above the bar)
     try:
@@ -172,7 +171,7 @@ def launch(
         with defer_sigint():
             interruption_point()
             ray = import_ray(local=not ray_address)
-            from ray.util.queue import Empty, Queue
+            from ray.util.queue import Queue
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
             interruption_point()  # do not start Ray for nothing
@@ -191,111 +190,22 @@ def launch(
         # a second against an agent's minutes.
         remote = ray.remote(max_calls=1)(task_body)
         launch_id = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
-        pending: dict[Any, AgentSpec] = {}
-
-        def submit(spec: AgentSpec) -> None:
-            options: dict[str, Any] = {
-                "num_cpus": spec.num_cpus,
-                "num_gpus": spec.num_gpus,
-                "max_retries": max_retries,
-                "retry_exceptions": False,
-                "name": f"munet:{spec.agent_id}",
-            }
-            if env_vars:
-                options["runtime_env"] = {"env_vars": env_vars}
-            ref = remote.options(**options).remote(
-                spec.agent_class,
-                spec.task,
-                state_dir,
-                cycles,
-                _overrides(spec, overrides),
-                queue,
-                launch_id,
-                lease_ttl,
-                stop_flag,
-                tracking,
-            )
-            pending[ref] = spec
-
-        deferred = {s.agent_id: s for s in specs if s.agent_id in waits_for}
-        for spec in specs:
-            if spec.agent_id not in deferred:
-                submit(spec)
+        tasks = AgentTasks(
+            remote, state_dir, cycles, overrides, queue, launch_id, lease_ttl, stop_flag,
+            tracking, env_vars, max_retries,
+        )  # fmt: skip
+        scheduler = AgentScheduler(
+            ray, tasks, specs, waits_for, result, bar, echo, detail, on_event
+        )
+        scheduler.start()
         echo(
             f"launched {len(specs)} agents for {cycles} cycles on Ray "
             f"({ray_address or 'local instance'}); state: {state_dir}"
         )
         for agent_id, wait in waits_for.items():
             echo(f"[{agent_id}] starts once {wait.describe()} has finished a cycle")
-
-        def release_waiting(agent_id: str, finished_cycle: bool) -> None:
-            """Submit the multipath agents that waited for this agent and now wait no more."""
-            for waiter in release(waits_for, agent_id, finished_cycle):
-                submit(deferred.pop(waiter))
-
-        def drain() -> None:
-            while True:
-                try:
-                    events = queue.get_nowait_batch(max(1, queue.qsize()))
-                except Empty:
-                    return
-                if not events:
-                    return
-                for event in events:
-                    result.events.append(event)
-                    agent_id = event.get("agent_id", "")
-                    if event.get("kind") == "start":
-                        now_left = int(event.get("generations_left") or 0)
-                        bar.total += now_left - left.get(agent_id, 0)
-                        left[agent_id] = now_left
-                        bar.refresh()
-                    elif event.get("kind") in ("generation", "cycle"):
-                        left[agent_id] = max(0, left.get(agent_id, 0) - 1)
-                        bar.update(1)
-                    line = event_line(event, detail)
-                    if line is not None:
-                        echo(line)
-                    if event.get("kind") == "cycle":
-                        release_waiting(event["agent_id"], finished_cycle=True)
-                    if on_event is not None:
-                        on_event(event)
-
-        def collect(ready: list[Any]) -> None:
-            for ref in ready:
-                spec = pending.pop(ref)
-                release_waiting(spec.agent_id, finished_cycle=False)  # it ended: wait no more
-                try:
-                    summary = ray.get(ref)
-                except (ray.exceptions.TaskCancelledError, KeyboardInterrupt):
-                    result.failures[spec.agent_id] = "stopped (interrupted)"
-                    continue
-                except Exception as e:  # noqa: BLE001 - one failed agent does not stop the rest
-                    cause = getattr(e, "cause", None) or e
-                    if isinstance(cause, AgentStopped):
-                        result.failures[spec.agent_id] = "stopped (interrupted)"
-                        continue
-                    result.failures[spec.agent_id] = f"{type(cause).__name__}: {cause}"
-                    if isinstance(cause, BaseException):
-                        result.failure_errors[spec.agent_id] = cause
-                    drain()
-                    echo(format_event({"kind": "failed", "agent_id": spec.agent_id,
-                                       "error": result.failures[spec.agent_id]}))
-                    continue
-                result.summaries[spec.agent_id] = summary
-                drain()
-                echo(format_event({"kind": "finished", **summary}))
-
         try:
-            while pending or deferred:
-                if not pending:  # Only waiting agents left (what they wait for is gone).
-                    for waiter in list(waits_for):
-                        del waits_for[waiter]
-                        submit(deferred.pop(waiter))
-                    continue
-                ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.25)
-                drain()
-                collect(ready)
-            drain()
+            scheduler.run()
         except ray.exceptions.RayActorError as lost:
             # The queue and the stop flag live on the driver's node: they are gone only with
             # it or with the head (the cluster itself).
@@ -310,24 +220,7 @@ def launch(
             result.interrupted = True
             result.terminated = isinstance(stop, Terminated)
             echo("interrupted: stopping the agents (their committed states are kept) ...")
-            for spec in deferred.values():
-                result.failures[spec.agent_id] = "not started (interrupted)"
-            deferred.clear()
-            waits_for.clear()
-            # Each agent watches the flag: it stops at once where it trains, at its next commit
-            # otherwise (munet.cluster.agent_task; no ray.cancel, which can abort this driver).
-            stop_flag.set.remote()
-            deadline = time.monotonic() + stop_timeout
-            try:
-                while pending and time.monotonic() < deadline:
-                    ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.25)
-                    drain()
-                    collect(ready)
-            except KeyboardInterrupt:
-                pass
-            for ref in list(pending):
-                ray.cancel(ref, force=True)
-                result.failures[pending.pop(ref).agent_id] = "killed (did not stop in time)"
+            scheduler.stop(stop_flag, stop_timeout)
         classes = list(dict.fromkeys(s.agent_class for s in specs))
         result.rows = leaderboard_rows(SystemStore(state_dir), classes)
         bar.close()
