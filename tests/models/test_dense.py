@@ -1,0 +1,112 @@
+"""munet.models.dense: oneDNN's float32 linear layers (with the fused GELU and residual) equal
+F.linear's within float rounding, forward and backward, and stand aside where they must."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from munet.models import dense as dense_module
+from munet.models.dense import dense, dense_backend, onednn_available, set_dense_backend
+
+needs_onednn = pytest.mark.skipif(not onednn_available(), reason="no oneDNN in this PyTorch")
+
+
+def _tensors(rows: tuple[int, ...], width_in: int, width_out: int, seed: int = 0):
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(*rows, width_in, generator=generator)
+    weight = torch.randn(width_out, width_in, generator=generator) * width_in**-0.5
+    bias = torch.randn(width_out, generator=generator)
+    residual = torch.randn(*rows, width_out, generator=generator)
+    return x, weight, bias, residual
+
+
+def _reference(x, weight, bias, gelu, residual):
+    out = F.linear(x, weight, bias)
+    if gelu:
+        out = F.gelu(out, approximate="tanh")
+    return out if residual is None else out + residual
+
+
+def _values_and_grads(fn, tensors):
+    leaves = [t.detach().clone().requires_grad_(True) for t in tensors]
+    out = fn(*leaves)
+    upstream = torch.randn(out.shape, generator=torch.Generator().manual_seed(9))
+    return [out, *torch.autograd.grad(out, leaves, upstream)]
+
+
+@needs_onednn
+@pytest.mark.parametrize("gelu", [False, True])
+@pytest.mark.parametrize("with_residual", [False, True])
+@pytest.mark.parametrize(("rows", "width_in", "width_out"), [((6, 5), 16, 48), ((7,), 40, 12)])
+def test_onednn_values_and_gradients_equal_f_linear(gelu, with_residual, rows, width_in, width_out):
+    x, weight, bias, residual = _tensors(rows, width_in, width_out)
+    tensors = [x, weight, bias] + ([residual] if with_residual else [])
+
+    def run(x, weight, bias, residual=None):
+        return dense(x, weight, bias, gelu=gelu, residual=residual)
+
+    def reference(x, weight, bias, residual=None):
+        return _reference(x, weight, bias, gelu, residual)
+
+    with dense_backend("onednn"):
+        ours = _values_and_grads(run, tensors)
+        with torch.no_grad():
+            inference = run(*tensors)
+    expected = _values_and_grads(reference, tensors)
+    for got, want in zip(ours, expected, strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    # The no-gradient path (fused post-ops) gives the training forward's values bit for bit,
+    # so evaluation scores what training computed.
+    assert torch.equal(inference, ours[0])
+
+
+@needs_onednn
+def test_frozen_weights_and_bias_free_layers_get_the_right_gradients():
+    x, weight, _, _ = _tensors((4, 3), 8, 24)
+    x.requires_grad_(True)
+    with dense_backend("onednn"):
+        out = dense(x, weight, None, gelu=True)
+        (grad_x,) = torch.autograd.grad(out.sum(), x)
+    leaf = x.detach().clone().requires_grad_(True)
+    (expected,) = torch.autograd.grad(_reference(leaf, weight, None, True, None).sum(), leaf)
+    torch.testing.assert_close(grad_x, expected, rtol=1e-5, atol=1e-5)
+    assert weight.grad is None
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.trace` is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("backend", ["onednn", "aten"])
+def test_the_standard_ops_run_where_onednn_must_not(backend):
+    # float64, autocast and tracing take F.linear whatever the backend: exact equality.
+    x, weight, bias, residual = (t.double() for t in _tensors((3, 2), 8, 16))
+    with dense_backend(backend):
+        assert torch.equal(
+            dense(x, weight, bias, gelu=True), _reference(x, weight, bias, True, None)
+        )
+        x32, w32, b32, r32 = (t.float() for t in (x, weight, bias, residual))
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            got = dense(x32, w32, b32, residual=r32)
+            want = F.linear(x32, w32, b32) + r32
+        assert got.dtype == torch.float32 and torch.equal(got, want)
+        traced = torch.jit.trace(lambda t: dense(t, w32, b32, gelu=True), (x32,))
+        assert "mkldnn" not in str(traced.graph)
+
+
+def test_auto_backend_follows_the_cpu_vendor(monkeypatch):
+    monkeypatch.setattr(dense_module, "onednn_available", lambda: True)
+    with dense_backend("auto"):
+        monkeypatch.setattr(dense_module, "cpu_vendor", lambda: "GenuineIntel")
+        assert not dense_module.onednn_preferred()
+        monkeypatch.setattr(dense_module, "cpu_vendor", lambda: "")  # not x86, or unknown
+        assert not dense_module.onednn_preferred()
+        monkeypatch.setattr(dense_module, "cpu_vendor", lambda: "AuthenticAMD")
+        assert dense_module.onednn_preferred()
+    with dense_backend("aten"):
+        assert not dense_module.onednn_preferred()
+    with dense_backend("onednn"):
+        monkeypatch.setattr(dense_module, "cpu_vendor", lambda: "GenuineIntel")
+        assert dense_module.onednn_preferred()
+
+
+def test_an_unknown_backend_is_refused_by_name():
+    with pytest.raises(ValueError, match="unknown dense backend 'mkl'; known: auto, onednn, aten"):
+        set_dense_backend("mkl")
