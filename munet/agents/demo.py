@@ -16,7 +16,6 @@ generation per agent) and finishes.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -39,7 +38,6 @@ from munet.config import (
     AgentConfig,
 )
 from munet.cpus import usable_cpu_count
-from munet.lifeline import die_with_parent
 from munet.progress import (
     Stage,
     StagedPace,
@@ -52,6 +50,7 @@ from munet.report.html import write_report
 from munet.report.leaderboard import format_leaderboard
 from munet.system import SystemStore
 from munet.tracking import TrackingSettings
+from munet.workers import WorkerPool
 
 
 def cross_task_reuse(store: SystemStore, agent_id: str) -> dict[str, int]:
@@ -371,21 +370,17 @@ def _run_rounds(
             return
         workers = min(workers, len(agents))
         echo(f"running {len(agents)} agents, {workers} at a time, {cycles} cycles each")
-        context = multiprocessing.get_context("spawn")
-        # A worker dies with the demo at any instant, start-up included: its first act,
-        # before it imports torch or munet's subpackages, is munet.lifeline's (a tiny module).
-        with context.Pool(workers, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+        # The pool's workers die with the demo at any instant, start-up included; an
+        # interrupt stops them at once (munet.workers).
+        with WorkerPool(workers) as pool:
             for cycle in range(1, cycles + 1):
                 jobs = [
-                    (state_dir, task, configs[task].to_dict(), cycle, cycles, tracking)
+                    (_run_agent_cycle, ((state_dir, task, configs[task].to_dict(), cycle,
+                                         cycles, tracking),))
                     for task in agents
-                ]
+                ]  # fmt: skip
                 pace.start_round(stage)
-                for done in pool.imap_unordered(_run_agent_cycle, jobs):
-                    finished(done)
-            # A clean shutdown (the context manager's terminate() leaks a semaphore warning).
-            pool.close()
-            pool.join()
+                pool.run(jobs, on_result=finished)
     finally:
         bar.close()
 

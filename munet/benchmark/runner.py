@@ -8,9 +8,6 @@ baseline cell is a job of its own. Each worker runs PyTorch on one thread.
 
 from __future__ import annotations
 
-import concurrent.futures
-import multiprocessing
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +17,7 @@ from typing import Any
 from munet.benchmark.cells import cell_file, claim_out, done_cells, read_cell, write_json_atomic
 from munet.benchmark.plan import Settings, TaskBudget, task_budget
 from munet.progress import Pace
+from munet.workers import WorkerPool
 
 Key = tuple[str, str, int]
 
@@ -95,16 +93,6 @@ def _baseline_job(
     return 1
 
 
-def _worker_init(parent: int) -> None:
-    from munet.lifeline import die_with_parent
-
-    die_with_parent(parent)
-    os.environ["OMP_NUM_THREADS"] = "1"
-    import torch
-
-    torch.set_num_threads(1)
-
-
 def run_benchmark(
     settings: Settings,
     out: str | Path,
@@ -167,7 +155,10 @@ def run_benchmark(
                 function(*args)
             report_new()
     else:
-        _run_pool(jobs, workers, report_new)
+        # One torch thread per worker: the cells are many and small (munet.workers: a failed
+        # cell lets the running ones finish; an interrupt stops them at once).
+        with WorkerPool(min(workers, len(jobs)) or 1, threads=1) as pool:
+            pool.run(jobs, on_tick=report_new)
     report_new()
     cells = done_cells(out, settings)
     missing = [k for k in todo if k not in cells]
@@ -193,60 +184,6 @@ def _jobs(
         if method != "system":
             jobs.append((_baseline_job, (settings, out, method, task, seed, budgets[task])))
     return jobs
-
-
-def _run_pool(jobs: list, workers: int, report_new: Callable[[], None]) -> None:
-    """Runs ``jobs`` in spawned processes, reporting finished cells as their files appear.
-
-    The first failed cell cancels the jobs not started, lets the running ones finish (their
-    cells are kept) and is raised. An interrupt (Ctrl-C, SIGTERM) stops the running jobs at
-    once instead: a system seed runs for tens of minutes, finished cells are on disk and a
-    rerun resumes, so waiting for them would only make the command hang.
-    """
-    context = multiprocessing.get_context("spawn")
-    pool = concurrent.futures.ProcessPoolExecutor(
-        max_workers=min(workers, len(jobs)) or 1,
-        mp_context=context,
-        initializer=_worker_init,
-        initargs=(os.getpid(),),
-    )
-    try:
-        pending = {pool.submit(function, *args) for function, args in jobs}
-        while pending:
-            finished, pending = concurrent.futures.wait(
-                pending, timeout=2.0, return_when=concurrent.futures.FIRST_COMPLETED
-            )
-            report_new()
-            for future in finished:
-                future.result()  # Raises the worker's error.
-    except KeyboardInterrupt:
-        _stop_workers(pool)
-        raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _stop_workers(pool: concurrent.futures.ProcessPoolExecutor) -> None:
-    """Ends the pool's worker processes now (SIGTERM, then SIGKILL after 10 s)."""
-    if hasattr(pool, "terminate_workers"):  # Python 3.14+
-        pool.terminate_workers()
-        return
-    # Before 3.14 the executor has no public way to stop a running job: its processes.
-    processes = list((getattr(pool, "_processes", None) or {}).values())
-    # The pool's manager thread also waits for the workers it sees die, and may reap one
-    # (waitpid) a moment before it records the exit code: until then the process still looks
-    # alive here. So it is joined too, after the workers; `shutdown(wait=False)` forgets it.
-    manager = getattr(pool, "_executor_manager_thread", None)
-    pool.shutdown(wait=False, cancel_futures=True)
-    for process in processes:
-        process.terminate()
-    for process in processes:
-        process.join(timeout=10)
-        if process.is_alive():
-            process.kill()
-            process.join(timeout=10)
-    if manager is not None:
-        manager.join(timeout=10)
 
 
 def _cell_line(cell: dict[str, Any], pace: Pace) -> str:

@@ -189,7 +189,7 @@ def test_an_interrupt_stops_running_cells_instead_of_waiting_for_them():
     import signal
     import time
 
-    from munet.benchmark.runner import _run_pool
+    from munet.workers import WorkerPool
 
     # Two cells that would run for two minutes; Ctrl-C arrives at the first progress check.
     workers = []
@@ -199,7 +199,8 @@ def test_an_interrupt_stops_running_cells_instead_of_waiting_for_them():
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        _run_pool([(time.sleep, (120,)), (time.sleep, (120,))], 2, interrupt)
+        with WorkerPool(2, threads=1) as pool:
+            pool.run([(time.sleep, (120,)), (time.sleep, (120,))], on_tick=interrupt)
     # Its processes were stopped by a signal (SIGTERM, or SIGKILL after it), not left to finish
     # their cells (a worker that did would exit 0 at the pool's shutdown), and are gone.
     assert len(workers) == 2
