@@ -10,7 +10,10 @@ own, e.g. VitT3's ``auto``) and the preset's thread policy. Both start from the 
 the largest logit difference between the two models on those weights before timing.
 
 Every variant runs once per round, in an order that rotates between rounds; each ``ratio:`` is
-the median of per-round ratios of images/s, munet / JAX (above 1: munet is faster).
+the median of per-round ratios of images/s, munet / JAX (above 1: munet is faster), printed
+with its goal (preset precision: train >= 1.5, eval >= 1.2; fp32: train >= 1.2, eval >= 1.0).
+The first line names the CPU: its model, family (AMX, AVX-512 + avx512_bf16, AVX2 only) and
+the float32 matmul kernels munet uses on it (munet.models.dense).
 
     python benchmarks/jax_step.py                      # VitT3: ViT-Ti/16 x3, 32 px, batch 512
     python benchmarks/jax_step.py --precisions fp32 --rounds 9
@@ -53,6 +56,7 @@ from seed_jax import (  # noqa: E402
 from train_throughput import (  # noqa: E402
     Workload,
     add_workload_args,
+    cpu_line,
     fresh_components,
     load_average,
     median_ratio,
@@ -66,6 +70,15 @@ from train_throughput import (  # noqa: E402
 from munet.models import AssembledVit  # noqa: E402
 from munet.training import resolve_precision  # noqa: E402
 from munet.training.threads import resolve_num_threads  # noqa: E402
+
+# Issue 55's goals, munet / JAX as medians of per-round ratios: at the preset's precision and at
+# fp32 (another precision than the preset's is held to the fp32 goals).
+GOALS = {
+    ("preset", "train"): 1.5,
+    ("preset", "eval"): 1.2,
+    ("fp32", "train"): 1.2,
+    ("fp32", "eval"): 1.0,
+}
 
 
 def jax_train(workload: Workload, steps: int) -> Callable[[], float]:
@@ -156,6 +169,7 @@ def main(argv: list[str] | None = None) -> None:
             threads,
             munet_eval(workload, precision, args.eval_batches),
         )
+    print(cpu_line())
     print(
         f"model: {workload.arch}  image: {workload.image_size}  batch: {workload.batch}  eval "
         f"batch: {workload.eval_batch}  munet threads: {threads} (OMP_WAIT_POLICY="
@@ -179,7 +193,12 @@ def main(argv: list[str] | None = None) -> None:
     for kind in ("train", "eval"):
         for precision in precisions:
             ratio = median_ratio(seconds[f"{kind} jax"], seconds[f"{kind} munet {precision}"])
-            print(f"ratio: {ratio:.3f}  {kind} munet/JAX {labels[precision]}")
+            goal = GOALS[("preset" if precision == workload.preset_precision else "fp32", kind)]
+            verdict = "met" if ratio >= goal else f"not met by {goal - ratio:.3f}"
+            print(
+                f"ratio: {ratio:.3f}  {kind} munet/JAX {labels[precision]}  "
+                f"(goal >= {goal}: {verdict})"
+            )
 
 
 if __name__ == "__main__":

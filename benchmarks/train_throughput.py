@@ -45,7 +45,9 @@ prepare_openmp_env()
 import torch  # noqa: E402
 
 from munet.config import get_preset  # noqa: E402
+from munet.cpus import cpu_info, cpu_model, cpu_vendor  # noqa: E402
 from munet.models import AssembledVit, VitArch, build_model, init_components  # noqa: E402
+from munet.models.dense import onednn_preferred  # noqa: E402
 from munet.training import (  # noqa: E402
     TrainCandidate,
     evaluate_accuracy,
@@ -264,6 +266,30 @@ def median_ratio(numerator: list[float], denominator: list[float]) -> float:
     return statistics.median(n / d for n, d in zip(numerator, denominator, strict=True))
 
 
+def cpu_family() -> str:
+    """The CPU family munet's speed defaults distinguish, from the ``/proc/cpuinfo`` flags."""
+    flags = set(cpu_info().get("flags", "").split())
+    if {"amx_bf16", "amx_tile"} & flags:
+        return "AMX"
+    if "avx512_bf16" in flags:
+        return "AVX-512 + avx512_bf16, no AMX"
+    if "avx512f" in flags:
+        return "AVX-512 without bf16"
+    if "avx2" in flags:
+        return "AVX2 only"
+    return "other"
+
+
+def cpu_line() -> str:
+    """One line naming the CPU, its family, the usable cores and munet's float32 matmul kernels."""
+    kernels = "oneDNN" if onednn_preferred() else "PyTorch's default (MKL on x86)"
+    return (
+        f"cpu: {cpu_model()} ({cpu_vendor() or 'vendor unknown'}; {cpu_family()}; "
+        f"{resolve_num_threads(0)} usable cores; torch {torch.__version__}; munet float32 "
+        f"matmuls: {kernels})"
+    )
+
+
 def load_average() -> str:
     try:
         return " ".join(f"{value:.1f}" for value in os.getloadavg())
@@ -303,6 +329,7 @@ def main(argv: list[str] | None = None) -> None:
                 threads,
                 plain_eval(workload, precision, args.eval_batches),
             )
+    print(cpu_line())
     print(
         f"model: {workload.arch}  image: {workload.image_size}  batch: {workload.batch}  "
         f"eval batch: {workload.eval_batch}  policy threads: {policy_threads} "

@@ -76,19 +76,35 @@ def test_frozen_weights_and_bias_free_layers_get_the_right_gradients():
 @pytest.mark.filterwarnings("ignore:`torch.jit.trace` is deprecated:DeprecationWarning")
 @pytest.mark.parametrize("backend", ["onednn", "aten"])
 def test_the_standard_ops_run_where_onednn_must_not(backend):
-    # float64, autocast and tracing take F.linear whatever the backend: exact equality.
+    # float64, bf16 autocast with gradients, and tracing take F.linear whatever the backend.
     x, weight, bias, residual = (t.double() for t in _tensors((3, 2), 8, 16))
     with dense_backend(backend):
-        assert torch.equal(
-            dense(x, weight, bias, gelu=True), _reference(x, weight, bias, True, None)
-        )
-        x32, w32, b32, r32 = (t.float() for t in (x, weight, bias, residual))
+        got = dense(x, weight, bias, gelu=True)
+        assert torch.equal(got, _reference(x, weight, bias, True, None))
+        x32, w32, b32 = (t.float() for t in (x, weight, bias))
+        w32.requires_grad_(True)
         with torch.autocast("cpu", dtype=torch.bfloat16):
-            got = dense(x32, w32, b32, residual=r32)
-            want = F.linear(x32, w32, b32) + r32
-        assert got.dtype == torch.float32 and torch.equal(got, want)
-        traced = torch.jit.trace(lambda t: dense(t, w32, b32, gelu=True), (x32,))
+            got = dense(x32, w32, b32, gelu=True)
+            want = F.gelu(F.linear(x32, w32, b32), approximate="tanh")
+        assert got.dtype == torch.bfloat16 and torch.equal(got, want)
+        frozen = w32.detach()
+        traced = torch.jit.trace(lambda t: dense(t, frozen, b32, gelu=True), (x32,))
         assert "mkldnn" not in str(traced.graph)
+
+
+@needs_onednn
+@pytest.mark.parametrize("gelu", [False, True])
+def test_bf16_evaluation_runs_onednn_as_autocast_would(gelu):
+    x, weight, bias, residual = _tensors((6, 5), 16, 48)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        with dense_backend("onednn"):
+            got = dense(x, weight, bias, gelu=gelu, residual=residual)
+        with dense_backend("aten"):
+            want = dense(x, weight, bias, gelu=gelu, residual=residual)
+    # bfloat16 products, the residual added in float32 by type promotion, as under autocast.
+    assert got.dtype == want.dtype == torch.float32
+    torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
+    assert not torch.equal(got, _reference(x, weight, bias, gelu, residual))  # not float32
 
 
 def test_auto_backend_follows_the_cpu_vendor(monkeypatch):
