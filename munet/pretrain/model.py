@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from munet.models import VitArch, init_components, load_components
 from munet.models.vit import VisionTransformer
 from munet.pretrain.objectives import head_width
 from munet.pretrain.spec import PretrainSpec
+from munet.training.schedules import pretrain_schedule
 
 
 def pretrain_arch(spec: PretrainSpec) -> VitArch:
@@ -43,9 +42,6 @@ def new_optimizer(model: VisionTransformer, spec: PretrainSpec) -> torch.optim.A
 
 
 def lr_at(spec: PretrainSpec, step: int, total_steps: int) -> float:
-    """Linear warmup, then cosine decay to zero over ``total_steps``."""
-    warmup = max(1, int(spec.warmup_ratio * total_steps))
-    if step < warmup:
-        return spec.lr * (step + 1) / warmup
-    progress = (step - warmup) / max(1, total_steps - warmup)
-    return spec.lr * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+    """Linear warmup, then cosine decay to zero over ``total_steps``
+    (munet.training.schedules.pretrain_schedule)."""
+    return pretrain_schedule(spec.lr, spec.warmup_ratio, total_steps)(step)

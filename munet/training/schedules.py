@@ -12,7 +12,7 @@ semantics of the optax schedules the seed composes (seed 000, ``get_optimizer``)
 
 with ``min_lr = opt_lr / 1000``, training length ``steps_between_validations *
 num_validations`` and ``warmup = int(opt_lr_warmup_ratio * length)`` (per interval for
-``restarts``).
+``restarts``). `munet pretrain`'s own warmup-cosine is here too (``pretrain_schedule``).
 """
 
 from __future__ import annotations
@@ -82,6 +82,23 @@ def warmup_cosine_decay_schedule(
         ],
         [warmup_steps],
     )
+
+
+def pretrain_schedule(peak_value: float, warmup_ratio: float, total_steps: int) -> Schedule:
+    """`munet pretrain`'s schedule (not the seed's: it warms up from ``peak / warmup``, not
+    from ``peak / 1000``): ``peak * (step + 1) / warmup`` for the first ``warmup =
+    max(1, int(warmup_ratio * total_steps))`` updates, then a cosine decay to 0 at
+    ``total_steps``, held at 0 after. Written as the shipped roots were trained with, so that
+    their commands reproduce them bit for bit."""
+    warmup = max(1, int(warmup_ratio * total_steps))
+
+    def schedule(step: int) -> float:
+        if step < warmup:
+            return peak_value * (step + 1) / warmup
+        progress = (step - warmup) / max(1, total_steps - warmup)
+        return peak_value * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+    return schedule
 
 
 def make_lr_schedule(

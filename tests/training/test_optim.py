@@ -116,3 +116,12 @@ def test_non_finite_gradient_is_reported_by_the_step():
     opt = make_optimizer([param], hparams, 4, 1)
     param.grad = torch.tensor([float("nan"), 1.0])
     assert not torch.isfinite(opt.step())
+
+
+def test_the_pretrain_schedule_warms_up_from_peak_over_warmup_then_decays_to_zero():
+    from munet.training.schedules import pretrain_schedule
+
+    s = pretrain_schedule(1.0, 0.1, 20)  # warmup max(1, int(0.1 * 20)) = 2
+    assert [s(0), s(1)] == [0.5, 1.0]
+    assert s(2) == 1.0 and s(11) == pytest.approx(0.5) and s(20) == 0.0 and s(25) == 0.0
+    assert pretrain_schedule(2.0, 0.0, 5)(0) == 2.0  # at least one warmup step
