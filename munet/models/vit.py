@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from munet.cpus import cpu_vendor
 from munet.models.arch import VitArch
 from munet.models.dense import dense
 from munet.models.stem import StemRoot, StemStage, stem_component_names
@@ -44,11 +45,20 @@ class PositionEmbedding(nn.Module):
         self.pos_embedding = nn.Parameter(torch.zeros(1, num_tokens, width))
 
 
-# Up to this many tokens, attention on a CPU runs as two batched matmuls around a softmax:
-# scaled_dot_product_attention's per-(image, head) overhead dominates such short sequences
-# (ViT-Ti/16 at 32 px, 5 tokens: 3.3x faster forward, 2.4x forward and backward; equal at about
-# 65 tokens, SDPA ahead at 197; docs/speed.md). Longer sequences and other devices use SDPA.
+# Up to this many tokens, attention on an x86 CPU not made by Intel runs as two batched matmuls
+# around a softmax: scaled_dot_product_attention's per-(image, head) overhead dominates such
+# short sequences there (AMD EPYC, ViT-Ti/16 at 32 px, 5 tokens: 3.3x faster forward, 2.4x
+# forward and backward; equal at about 65 tokens, SDPA ahead at 197; docs/speed.md). On the
+# Intel Xeon of docs/speed.md an explicit form measured slower than SDPA, so Intel CPUs, other
+# CPUs (unmeasured), other devices and longer sequences use SDPA.
 EXPLICIT_ATTENTION_MAX_TOKENS = 64
+
+
+def explicit_attention_preferred(device: torch.device, tokens: int) -> bool:
+    """Whether :func:`attention` runs as explicit matmuls for ``tokens`` on ``device``."""
+    if device.type != "cpu" or tokens > EXPLICIT_ATTENTION_MAX_TOKENS:
+        return False
+    return cpu_vendor() not in ("", "GenuineIntel")
 
 
 def attention(qkv: torch.Tensor, num_heads: int) -> torch.Tensor:
@@ -59,7 +69,7 @@ def attention(qkv: torch.Tensor, num_heads: int) -> torch.Tensor:
     batch, tokens, three_width = qkv.shape
     width = three_width // 3
     heads = qkv.view(batch, tokens, 3, num_heads, width // num_heads).permute(2, 0, 3, 1, 4)
-    if qkv.device.type == "cpu" and tokens <= EXPLICIT_ATTENTION_MAX_TOKENS:
+    if explicit_attention_preferred(qkv.device, tokens):
         # One copy makes q, k and v contiguous, so neither matmul copies its operands.
         q, k, v = heads.contiguous().unbind(0)  # each (B, H, N, Dh)
         scores = (q @ k.transpose(-2, -1)) * q.shape[-1] ** -0.5  # (B, H, N, N)

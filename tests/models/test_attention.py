@@ -16,9 +16,15 @@ def _sdpa(qkv: torch.Tensor, num_heads: int) -> torch.Tensor:
     return F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(batch, tokens, -1)
 
 
+@pytest.fixture
+def amd(monkeypatch):
+    """A CPU of the family where the explicit form was measured faster."""
+    monkeypatch.setattr(vit, "cpu_vendor", lambda: "AuthenticAMD")
+
+
 @pytest.mark.parametrize(("tokens", "num_heads", "head_dim"), [(5, 3, 64), (17, 2, 8), (1, 1, 4)])
-def test_explicit_attention_equals_sdpa(tokens, num_heads, head_dim):
-    assert tokens <= vit.EXPLICIT_ATTENTION_MAX_TOKENS  # the explicit form runs
+def test_explicit_attention_equals_sdpa(amd, tokens, num_heads, head_dim):
+    assert vit.explicit_attention_preferred(torch.device("cpu"), tokens)
     generator = torch.Generator().manual_seed(0)
     qkv = torch.randn(4, tokens, 3 * num_heads * head_dim, generator=generator)
     upstream = torch.randn(4, tokens, num_heads * head_dim, generator=generator)
@@ -31,7 +37,16 @@ def test_explicit_attention_equals_sdpa(tokens, num_heads, head_dim):
         torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
 
 
-def test_long_sequences_take_sdpa(monkeypatch):
+def test_explicit_attention_only_for_short_sequences_on_measured_cpus(amd, monkeypatch):
+    cpu = torch.device("cpu")
+    assert not vit.explicit_attention_preferred(cpu, vit.EXPLICIT_ATTENTION_MAX_TOKENS + 1)
+    assert not vit.explicit_attention_preferred(torch.device("meta"), 5)
+    for vendor in ("GenuineIntel", ""):  # measured slower there; not measured
+        monkeypatch.setattr(vit, "cpu_vendor", lambda vendor=vendor: vendor)
+        assert not vit.explicit_attention_preferred(cpu, 5)
+
+
+def test_long_sequences_take_sdpa(amd, monkeypatch):
     calls = []
     original = F.scaled_dot_product_attention
     monkeypatch.setattr(
