@@ -1,0 +1,178 @@
+"""munet's CPU kernel choices against their alternatives, on the agents' own train and eval.
+
+Times ``train_candidates`` and ``evaluate_accuracy`` (timers of benchmarks/train_throughput.py)
+as munet runs them and with one choice switched back, per call, in the same rounds:
+
+- ``dense``: the ViT's dense layers through PyTorch's ``F.linear`` (MKL on x86) instead of
+  munet.models.dense's choice (oneDNN on x86 CPUs not made by Intel, fused GELU / residual);
+- ``attention``: ``scaled_dot_product_attention`` instead of the explicit matmul form munet
+  uses for short sequences where it was measured faster (munet.models.vit.attention);
+- ``no_grad`` (evaluation only): ``torch.no_grad`` instead of inference mode;
+- ``eval batch N`` (``--eval-batch-sizes``): evaluation in batches of N instead of the preset's.
+
+Where a choice does not apply on this CPU (e.g. oneDNN is not preferred on an Intel CPU) both
+sides run the same code and the ratio is noise around 1. Rounds rotate the order; each
+``ratio:`` is the median of per-round ratios, munet's choice / the alternative (above 1: the
+choice is faster).
+
+    python benchmarks/cpu_kernels.py                        # VitT3's model, fp32
+    python benchmarks/cpu_kernels.py --precisions fp32,bf16 --eval-batch-sizes 128,1024
+    python benchmarks/cpu_kernels.py --preset VitCpu --steps 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+# Before torch loads: the preset thread policy includes the OpenMP wait policy.
+from munet.training.threads import prepare_openmp_env  # noqa: E402
+
+prepare_openmp_env()
+
+import torch  # noqa: E402
+from train_throughput import (  # noqa: E402
+    Workload,
+    add_workload_args,
+    cpu_line,
+    fresh_components,
+    load_average,
+    median_ratio,
+    munet_eval,
+    munet_train,
+    random_batches,
+    run_rounds,
+    workload_from_args,
+)
+
+import munet.models.vit as vit  # noqa: E402
+from munet.models import AssembledVit  # noqa: E402
+from munet.models.dense import dense_backend  # noqa: E402
+from munet.training import loop  # noqa: E402
+from munet.training.threads import resolve_num_threads  # noqa: E402
+
+
+@contextlib.contextmanager
+def sdpa_attention() -> Iterator[None]:
+    """Attention through SDPA at every length, as before munet's explicit form."""
+    limit = vit.EXPLICIT_ATTENTION_MAX_TOKENS
+    vit.EXPLICIT_ATTENTION_MAX_TOKENS = 0
+    try:
+        yield
+    finally:
+        vit.EXPLICIT_ATTENTION_MAX_TOKENS = limit
+
+
+def within(
+    context: Callable[[], contextlib.AbstractContextManager], timer: Callable[[], float]
+) -> Callable[[], float]:
+    """``timer`` run inside a fresh ``context()`` each call."""
+
+    def timed() -> float:
+        with context():
+            return timer()
+
+    return timed
+
+
+def no_grad_eval(workload: Workload, precision: str, num_batches: int) -> Callable[[], float]:
+    """``evaluate_accuracy``'s own body under ``torch.no_grad`` instead of inference mode."""
+    model = AssembledVit(workload.arch, workload.image_size, fresh_components(workload))
+    batches = random_batches(workload, num_batches, workload.eval_batch, seed=3)
+    count = sum(len(labels) for _, labels in batches)
+    body = loop.evaluate_accuracy.__wrapped__  # the function inference_mode decorates
+
+    def timed() -> float:
+        start = time.perf_counter()
+        with torch.no_grad():
+            body(model, batches, torch.device("cpu"), precision)
+        return (time.perf_counter() - start) / count
+
+    return timed
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_workload_args(parser)
+    parser.add_argument("--precisions", default="fp32", help="comma-separated: fp32, bf16")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=2, help="timed train steps per round")
+    parser.add_argument("--eval-batches", type=int, default=2, help="eval batches per round")
+    parser.add_argument(
+        "--eval-batch-sizes", default="", help="comma-separated eval batch sizes to compare"
+    )
+    args = parser.parse_args(argv)
+
+    workload = workload_from_args(args)
+    threads = resolve_num_threads(workload.preset_threads)
+    precisions = [p.strip() for p in args.precisions.split(",") if p.strip()]
+    sizes = [int(size) for size in args.eval_batch_sizes.split(",") if size.strip()]
+    timers: dict[str, tuple[int, Callable[[], float]]] = {}
+    pairs: list[tuple[str, str, str]] = []  # (label, munet's timer, the alternative's)
+    for precision in precisions:
+        train, evaluate = f"train munet {precision}", f"eval munet {precision}"
+        timers[train] = (threads, munet_train(workload, precision, args.steps))
+        timers[evaluate] = (threads, munet_eval(workload, precision, args.eval_batches))
+        for kind, make in (("train", munet_train), ("eval", munet_eval)):
+            count = args.steps if kind == "train" else args.eval_batches
+            for name, context in (
+                ("dense", lambda: dense_backend("aten")),
+                ("attention", sdpa_attention),
+            ):
+                alternative = f"{kind} {name}=standard {precision}"
+                timers[alternative] = (threads, within(context, make(workload, precision, count)))
+                pairs.append((f"{kind} {name} munet/standard {precision}", alternative, kind))
+        timers[f"eval no_grad {precision}"] = (
+            threads,
+            no_grad_eval(workload, precision, args.eval_batches),
+        )
+        pairs.append(
+            (f"eval inference_mode/no_grad {precision}", f"eval no_grad {precision}", "eval")
+        )
+        for size in sizes:
+            resized = dataclasses.replace(workload, eval_batch=size)
+            batches = max(1, args.eval_batches * workload.eval_batch // size)
+            timers[f"eval batch {size} {precision}"] = (
+                threads,
+                munet_eval(resized, precision, batches),
+            )
+            pairs.append(
+                (
+                    f"eval batch {workload.eval_batch}/{size} {precision}",
+                    f"eval batch {size} {precision}",
+                    "eval",
+                )
+            )
+    print(cpu_line())
+    print(
+        f"model: {workload.arch}  image: {workload.image_size}  batch: {workload.batch}  eval "
+        f"batch: {workload.eval_batch}  threads: {threads}  precisions: {', '.join(precisions)}"
+        f"  rounds: {args.rounds}",
+        flush=True,
+    )
+    for count, timer in timers.values():  # warm-up: lazy initialisation, oneDNN primitives
+        torch.set_num_threads(count)
+        timer()
+    before = load_average()
+    seconds = run_rounds(timers, args.rounds)
+    print(f"load average before: {before}, after: {load_average()}")
+    for name, values in seconds.items():
+        size = workload.batch if name.startswith("train") else 1
+        print(f"{name:32} {size / statistics.median(values):10.1f} img/s")
+    for label, alternative, kind in pairs:
+        precision = label.rsplit(" ", 1)[1]
+        ratio = median_ratio(seconds[alternative], seconds[f"{kind} munet {precision}"])
+        print(f"ratio: {ratio:.3f}  {label}")
+
+
+if __name__ == "__main__":
+    main()
