@@ -7,7 +7,8 @@ as munet runs them and with one choice switched back, per call, in the same roun
   munet.models.dense's choice (oneDNN on x86 CPUs not made by Intel, fused GELU / residual);
 - ``attention``: ``scaled_dot_product_attention`` instead of the explicit matmul form munet
   uses for short sequences where it was measured faster (munet.models.vit.attention);
-- ``no_grad`` (evaluation only): ``torch.no_grad`` instead of inference mode;
+- ``inference_mode`` (evaluation only): ``torch.inference_mode`` around ``evaluate_accuracy``,
+  which runs under ``torch.no_grad`` (tensors it makes may enter autograd later);
 - ``eval batch N`` (``--eval-batch-sizes``): evaluation in batches of N instead of the preset's.
 
 Where a choice does not apply on this CPU (e.g. oneDNN is not preferred on an Intel CPU) both
@@ -27,7 +28,6 @@ import contextlib
 import dataclasses
 import statistics
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -44,20 +44,16 @@ from train_throughput import (  # noqa: E402
     Workload,
     add_workload_args,
     cpu_line,
-    fresh_components,
     load_average,
     median_ratio,
     munet_eval,
     munet_train,
-    random_batches,
     run_rounds,
     workload_from_args,
 )
 
 import munet.models.vit as vit  # noqa: E402
-from munet.models import AssembledVit  # noqa: E402
 from munet.models.dense import dense_backend  # noqa: E402
-from munet.training import loop  # noqa: E402
 from munet.training.threads import resolve_num_threads  # noqa: E402
 
 
@@ -84,18 +80,15 @@ def within(
     return timed
 
 
-def no_grad_eval(workload: Workload, precision: str, num_batches: int) -> Callable[[], float]:
-    """``evaluate_accuracy``'s own body under ``torch.no_grad`` instead of inference mode."""
-    model = AssembledVit(workload.arch, workload.image_size, fresh_components(workload))
-    batches = random_batches(workload, num_batches, workload.eval_batch, seed=3)
-    count = sum(len(labels) for _, labels in batches)
-    body = loop.evaluate_accuracy.__wrapped__  # the function inference_mode decorates
+def inference_mode_eval(
+    workload: Workload, precision: str, num_batches: int
+) -> Callable[[], float]:
+    """``evaluate_accuracy`` (which runs under ``torch.no_grad``) inside inference mode."""
+    timer = munet_eval(workload, precision, num_batches)
 
     def timed() -> float:
-        start = time.perf_counter()
-        with torch.no_grad():
-            body(model, batches, torch.device("cpu"), precision)
-        return (time.perf_counter() - start) / count
+        with torch.inference_mode():
+            return timer()
 
     return timed
 
@@ -131,12 +124,16 @@ def main(argv: list[str] | None = None) -> None:
                 alternative = f"{kind} {name}=standard {precision}"
                 timers[alternative] = (threads, within(context, make(workload, precision, count)))
                 pairs.append((f"{kind} {name} munet/standard {precision}", alternative, kind))
-        timers[f"eval no_grad {precision}"] = (
+        timers[f"eval inference_mode {precision}"] = (
             threads,
-            no_grad_eval(workload, precision, args.eval_batches),
+            inference_mode_eval(workload, precision, args.eval_batches),
         )
         pairs.append(
-            (f"eval inference_mode/no_grad {precision}", f"eval no_grad {precision}", "eval")
+            (
+                f"eval no_grad/inference_mode {precision}",
+                f"eval inference_mode {precision}",
+                "eval",
+            )
         )
         for size in sizes:
             resized = dataclasses.replace(workload, eval_batch=size)

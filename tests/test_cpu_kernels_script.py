@@ -23,6 +23,6 @@ def test_cpu_kernels_smoke(capsys, restore_threads):
     )  # fmt: skip
     out = capsys.readouterr().out
     assert out.startswith("cpu: ")
-    # Per precision: dense and attention x train and eval, no_grad, one eval batch size.
+    # Per precision: dense and attention x train and eval, inference mode, one eval batch size.
     assert len(ratios(out)) == 2 * 6 and all(r > 0 for r in ratios(out))
-    assert "eval inference_mode/no_grad bf16" in out and "eval batch 8/4 fp32" in out
+    assert "eval no_grad/inference_mode bf16" in out and "eval batch 8/4 fp32" in out

@@ -149,7 +149,7 @@ def _train_step(candidate: TrainCandidate, images: Images, labels: torch.Tensor)
     candidate._loss_steps += 1
 
 
-@torch.inference_mode()
+@torch.no_grad()
 def evaluate_accuracy(
     model: Callable[[Images], torch.Tensor],
     batches: Iterable[tuple[Images, torch.Tensor]],
@@ -167,11 +167,6 @@ def evaluate_accuracy(
     Raises:
         ValueError: no examples, or an unknown precision.
     """
-    # Inference mode (not just no_grad) skips autograd's per-op bookkeeping: 1.08-1.12x fp32
-    # evaluation of ViT-Ti/16 32 px on the AMD EPYC of docs/speed.md. Its tensors may outlive
-    # the pass (a multipath agent's cache of frozen subpaths' rows): outside inference mode
-    # they are read like constants, and what is built from them (the cache's stacked batch)
-    # is an ordinary tensor that autograd may save.
     correct = torch.zeros((), dtype=torch.int64, device=device)
     total = 0
     # One autocast region for the whole pass: under bf16 the casts of trainable tensors are
