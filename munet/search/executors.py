@@ -20,7 +20,9 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import signal
 import sys
+import threading
 import traceback
 import uuid
 from abc import ABC, abstractmethod
@@ -273,12 +275,20 @@ def init_ray_quietly(ray: Any, **kwargs: Any) -> None:
     """``ray.init(**kwargs)`` without the notices Ray logs on the driver while it starts (the
     token-authentication notice, "Started a local Ray instance"): they would mix into munet's
     own lines. Ray's warnings after the start (an infeasible resource request, a lost node)
-    still show."""
+    still show.
+
+    The caller's SIGTERM handler is put back: ray.init installs one that exits at once
+    (``sys.exit``), which would skip munet's stop (munet.interrupts: SIGTERM taken as Ctrl-C,
+    agents stopped, exit 143) and outlive ``ray.shutdown``."""
     logger = logging.getLogger("ray")
+    main_thread = threading.current_thread() is threading.main_thread()
+    sigterm = signal.getsignal(signal.SIGTERM) if main_thread else None
     try:
         ray.init(logging_level=logging.ERROR, **kwargs)
     finally:
         logger.setLevel(logging.WARNING)
+        if main_thread and sigterm is not None:
+            signal.signal(signal.SIGTERM, sigterm)
 
 
 def bind_local_ray_to_loopback() -> None:

@@ -1,7 +1,8 @@
 """`munet root`s started together (issue 52 item 3): one creates the root model, every other
 waits for it and reports it "already exists", exit 0 as when it comes later, on local disk and
-on S3 (moto); before, a loser that met the creator's lock (or lease) exited 3, "already
-running". A lock held past the wait is still refused (exit 3)."""
+on S3 (moto: tests/cluster/test_s3_root_race.py, beside the S3 server's fixtures); before, a
+loser that met the creator's lock (or lease) exited 3, "already running". A lock held past the
+wait is still refused (exit 3)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,6 @@ from munet.cli import main
 from munet.cli.errors import EXIT_LOCKED
 from munet.config import apply_overrides, get_preset
 from munet.system import AgentLockedError, Population, SystemStore
-from tests.cluster.conftest import s3_endpoint, s3_url  # noqa: F401 (fixtures)
 
 from ..agents.conftest import TINY_OVERRIDES
 
@@ -76,10 +76,6 @@ def _check_one_root(state: str, results: list[tuple[int, str]]) -> None:
 def test_racing_roots_on_local_disk_make_one_and_the_others_say_it_exists(tmp_path):
     state = str(tmp_path / "state")
     _check_one_root(state, _race(state))
-
-
-def test_racing_roots_on_s3_make_one_and_the_others_say_it_exists(s3_url):  # noqa: F811
-    _check_one_root(s3_url, _race(s3_url))
 
 
 class _Waiting(logging.Handler):

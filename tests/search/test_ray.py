@@ -16,7 +16,7 @@ import pytest
 
 from munet.search import make_strategy
 from munet.search.driver import SearchRun
-from munet.search.executors import RayExecutor, bind_local_ray_to_loopback
+from munet.search.executors import RayExecutor, bind_local_ray_to_loopback, init_ray_quietly
 from munet.search.objectives.nasbench import NASBenchObjective
 from munet.search.objectives.vit import VitObjective
 from munet.search.petridish_loop import PetridishSettings, run_petridish
@@ -32,10 +32,14 @@ ray = pytest.importorskip(
 @pytest.fixture(scope="module")
 def ray_address():
     bind_local_ray_to_loopback()
-    ray.init(
-        num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False
-    )
+    before = signal.getsignal(signal.SIGTERM)
+    init_ray_quietly(
+        ray, num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
+        log_to_driver=False,
+    )  # fmt: skip
     try:
+        # ray.init's own SIGTERM handler (sys.exit) would skip munet's stop and outlive it.
+        assert signal.getsignal(signal.SIGTERM) is before
         address = ray.get_runtime_context().gcs_address
         assert address.startswith("127.0.0.1:"), address
         yield address
