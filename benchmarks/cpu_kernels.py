@@ -4,21 +4,23 @@ Times ``train_candidates`` and ``evaluate_accuracy`` (timers of benchmarks/train
 as munet runs them and with one choice switched back, per call, in the same rounds:
 
 - ``dense``: the ViT's dense layers through PyTorch's ``F.linear`` (MKL on x86) instead of
-  munet.models.dense's choice (oneDNN on x86 CPUs not made by Intel, fused GELU / residual);
+  munet.models.dense's oneDNN path (fused GELU / residual);
 - ``attention``: ``scaled_dot_product_attention`` instead of the explicit matmul form munet
   uses for short sequences where it was measured faster (munet.models.vit.attention);
 - ``inference_mode`` (evaluation only): ``torch.inference_mode`` around ``evaluate_accuracy``,
   which runs under ``torch.no_grad`` (tensors it makes may enter autograd later);
 - ``eval batch N`` (``--eval-batch-sizes``): evaluation in batches of N instead of the preset's.
 
-Where a choice does not apply on this CPU (e.g. oneDNN is not preferred on an Intel CPU) both
-sides run the same code and the ratio is noise around 1. Rounds rotate the order; each
-``ratio:`` is the median of per-round ratios, munet's choice / the alternative (above 1: the
-choice is faster).
+Where a choice does not apply on this CPU (munet.models.cpu_kernels leaves the tuned kernels
+off outside the family they were measured on) both sides run the same code and the ratio is
+noise around 1; ``--kernels tuned`` turns them on to measure them on another CPU family.
+Rounds rotate the order; each ``ratio:`` is the median of per-round ratios, munet's choice /
+the alternative (above 1: the choice is faster).
 
     python benchmarks/cpu_kernels.py                        # VitT3's model, fp32
     python benchmarks/cpu_kernels.py --precisions fp32,bf16 --eval-batch-sizes 128,1024
     python benchmarks/cpu_kernels.py --preset VitCpu --steps 8
+    python benchmarks/cpu_kernels.py --kernels tuned         # on an Intel or AVX2-only CPU
 """
 
 from __future__ import annotations
@@ -52,9 +54,21 @@ from train_throughput import (  # noqa: E402
     workload_from_args,
 )
 
+import munet.models.dense as dense_module  # noqa: E402
 import munet.models.vit as vit  # noqa: E402
-from munet.models.dense import dense_backend  # noqa: E402
+from munet.models.cpu_kernels import KERNEL_CHOICES, set_cpu_kernels  # noqa: E402
 from munet.training.threads import resolve_num_threads  # noqa: E402
+
+
+@contextlib.contextmanager
+def standard_dense() -> Iterator[None]:
+    """The dense layers through ``F.linear``, the attention as munet's choice."""
+    preferred = dense_module.onednn_preferred
+    dense_module.onednn_preferred = lambda: False
+    try:
+        yield
+    finally:
+        dense_module.onednn_preferred = preferred
 
 
 @contextlib.contextmanager
@@ -103,7 +117,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--eval-batch-sizes", default="", help="comma-separated eval batch sizes to compare"
     )
+    parser.add_argument(
+        "--kernels",
+        default="auto",
+        choices=KERNEL_CHOICES,
+        help="munet's side: auto (tuned on the measured CPU family), tuned (on any CPU)",
+    )
     args = parser.parse_args(argv)
+    set_cpu_kernels(args.kernels)
 
     workload = workload_from_args(args)
     threads = resolve_num_threads(workload.preset_threads)
@@ -118,7 +139,7 @@ def main(argv: list[str] | None = None) -> None:
         for kind, make in (("train", munet_train), ("eval", munet_eval)):
             count = args.steps if kind == "train" else args.eval_batches
             for name, context in (
-                ("dense", lambda: dense_backend("aten")),
+                ("dense", standard_dense),
                 ("attention", sdpa_attention),
             ):
                 alternative = f"{kind} {name}=standard {precision}"

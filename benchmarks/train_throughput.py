@@ -282,7 +282,7 @@ def cpu_family() -> str:
 
 def cpu_line() -> str:
     """One line naming the CPU, its family, the usable cores and munet's float32 matmul kernels."""
-    kernels = "oneDNN" if onednn_preferred() else "PyTorch's default (MKL on x86)"
+    kernels = "oneDNN" if onednn_preferred() else "PyTorch's F.linear (MKL on x86)"
     return (
         f"cpu: {cpu_model()} ({cpu_vendor() or 'vendor unknown'}; {cpu_family()}; "
         f"{resolve_num_threads(0)} usable cores; torch {torch.__version__}; munet float32 "

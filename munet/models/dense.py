@@ -1,12 +1,12 @@
 """The ViT's dense layers on CPU: oneDNN's float32 matmul where the BLAS is slow, with the
 GELU or the residual add fused into it.
 
-PyTorch's float32 ``F.linear`` on a CPU calls MKL's ``sgemm``, which picks its fast kernels by
-CPU vendor: on an AMD EPYC with AVX-512 it ran at half the speed of oneDNN's matmul (also
-linked into PyTorch; it picks kernels by instruction set) for every forward and backward
-matrix product of ViT-Ti/16 at 32 px, batch 512 (docs/speed.md). :func:`dense` is a linear
-layer that runs through oneDNN there, forward and backward, and otherwise is exactly
-``F.linear`` (plus the optional GELU and residual).
+PyTorch's float32 ``F.linear`` on an x86 CPU calls MKL's ``sgemm``, which picks its fast
+kernels by CPU vendor: on an AMD EPYC with AVX-512, oneDNN's matmul (also linked into PyTorch;
+it picks kernels by instruction set) ran the products of ViT-Ti/16 at 32 px, batch 512 about
+twice as fast, forward and backward (docs/speed.md). :func:`dense` is a linear layer that runs
+through oneDNN there, and elsewhere is exactly ``F.linear`` (plus the optional GELU and
+residual).
 
 Fusion: the tanh GELU (fc1) runs inside the matmul as a oneDNN post-op, with or without
 gradients, so training and evaluation compute the same values bit for bit (oneDNN's GELU and
@@ -21,48 +21,19 @@ gradients (evaluation, frozen layers) :func:`dense` calls it directly, as autoca
 leaves bf16 to autocast (the fused path trained at 0.94x). The oneDNN path is never taken
 while tracing, scripting, exporting or compiling, where the graph must hold standard ops.
 
-:func:`dense_backend` chooses: ``auto`` (oneDNN on x86 CPUs not made by Intel, where MKL's fast
-kernels are off; PyTorch's default elsewhere, MKL on Intel, where it was measured fast),
-``onednn`` or ``aten`` (always ``F.linear``).
+Where it runs: munet.models.cpu_kernels (the CPU family the oneDNN path was measured faster
+on, or a forced choice), and only if this PyTorch has the op (checked once).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Iterator
 
 import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
-from munet.cpus import cpu_vendor
-
-DENSE_BACKENDS = ("auto", "onednn", "aten")
-_backend = "auto"
-
-
-def set_dense_backend(backend: str) -> None:
-    """Chooses the float32 CPU kernels of :func:`dense` for this process.
-
-    Raises:
-        ValueError: an unknown backend name.
-    """
-    global _backend
-    if backend not in DENSE_BACKENDS:
-        raise ValueError(f"unknown dense backend {backend!r}; known: {', '.join(DENSE_BACKENDS)}")
-    _backend = backend
-
-
-@contextlib.contextmanager
-def dense_backend(backend: str) -> Iterator[None]:
-    """Runs the enclosed code with :func:`set_dense_backend` ``backend``, then restores it."""
-    previous = _backend
-    set_dense_backend(backend)
-    try:
-        yield
-    finally:
-        set_dense_backend(previous)
+from munet.models.cpu_kernels import tuned_cpu_kernels
 
 
 @functools.lru_cache(maxsize=1)
@@ -83,12 +54,8 @@ def onednn_available() -> bool:
 
 
 def onednn_preferred() -> bool:
-    """Whether :func:`dense` uses oneDNN for float32 CPU tensors under the current backend."""
-    if _backend == "aten":
-        return False
-    if _backend == "auto" and cpu_vendor() in ("", "GenuineIntel"):
-        return False
-    return onednn_available()
+    """Whether :func:`dense` runs through oneDNN here (munet.models.cpu_kernels decides)."""
+    return tuned_cpu_kernels() and onednn_available()
 
 
 def _compute_dtype(*tensors: torch.Tensor | None) -> torch.dtype | None:

@@ -21,8 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from munet.cpus import cpu_vendor
 from munet.models.arch import VitArch
+from munet.models.cpu_kernels import tuned_cpu_kernels
 from munet.models.dense import dense
 from munet.models.stem import StemRoot, StemStage, stem_component_names
 
@@ -45,12 +45,12 @@ class PositionEmbedding(nn.Module):
         self.pos_embedding = nn.Parameter(torch.zeros(1, num_tokens, width))
 
 
-# Up to this many tokens, attention on an x86 CPU not made by Intel runs as two batched matmuls
-# around a softmax: scaled_dot_product_attention's per-(image, head) overhead dominates such
-# short sequences there (AMD EPYC, ViT-Ti/16 at 32 px, 5 tokens: 3.3x faster forward, 2.4x
-# forward and backward; equal at about 65 tokens, SDPA ahead at 197; docs/speed.md). On the
-# Intel Xeon of docs/speed.md an explicit form measured slower than SDPA, so Intel CPUs, other
-# CPUs (unmeasured), other devices and longer sequences use SDPA.
+# Up to this many tokens, attention with munet's tuned CPU kernels (munet.models.cpu_kernels:
+# the AMD EPYC family) runs as two batched matmuls around a softmax: SDPA's per-(image, head)
+# overhead dominates such short sequences there (ViT-Ti/16 at 32 px, 5 tokens: 3.3x faster
+# forward, 2.4x forward and backward; equal at about 65 tokens, SDPA ahead at 197;
+# docs/speed.md). On the Intel Xeon of docs/speed.md an explicit form measured slower than
+# SDPA; other CPUs, other devices and longer sequences use SDPA.
 EXPLICIT_ATTENTION_MAX_TOKENS = 64
 
 
@@ -58,7 +58,7 @@ def explicit_attention_preferred(device: torch.device, tokens: int) -> bool:
     """Whether :func:`attention` runs as explicit matmuls for ``tokens`` on ``device``."""
     if device.type != "cpu" or tokens > EXPLICIT_ATTENTION_MAX_TOKENS:
         return False
-    return cpu_vendor() not in ("", "GenuineIntel")
+    return tuned_cpu_kernels()
 
 
 def attention(qkv: torch.Tensor, num_heads: int) -> torch.Tensor:

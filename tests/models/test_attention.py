@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from munet.models import vit
+from munet.models.cpu_kernels import cpu_kernels
 from munet.models.vit import attention
 
 
@@ -17,9 +18,10 @@ def _sdpa(qkv: torch.Tensor, num_heads: int) -> torch.Tensor:
 
 
 @pytest.fixture
-def amd(monkeypatch):
-    """A CPU of the family where the explicit form was measured faster."""
-    monkeypatch.setattr(vit, "cpu_vendor", lambda: "AuthenticAMD")
+def amd():
+    """munet's tuned CPU kernels, as on the family where the explicit form measured faster."""
+    with cpu_kernels("tuned"):
+        yield
 
 
 @pytest.mark.parametrize(("tokens", "num_heads", "head_dim"), [(5, 3, 64), (17, 2, 8), (1, 1, 4)])
@@ -37,12 +39,11 @@ def test_explicit_attention_equals_sdpa(amd, tokens, num_heads, head_dim):
         torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
 
 
-def test_explicit_attention_only_for_short_sequences_on_measured_cpus(amd, monkeypatch):
+def test_explicit_attention_only_for_short_sequences_with_the_tuned_kernels(amd):
     cpu = torch.device("cpu")
     assert not vit.explicit_attention_preferred(cpu, vit.EXPLICIT_ATTENTION_MAX_TOKENS + 1)
     assert not vit.explicit_attention_preferred(torch.device("meta"), 5)
-    for vendor in ("GenuineIntel", ""):  # measured slower there; not measured
-        monkeypatch.setattr(vit, "cpu_vendor", lambda vendor=vendor: vendor)
+    with cpu_kernels("standard"):  # e.g. on an Intel CPU, where SDPA measured faster
         assert not vit.explicit_attention_preferred(cpu, 5)
 
 

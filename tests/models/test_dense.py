@@ -6,7 +6,8 @@ import torch
 import torch.nn.functional as F
 
 from munet.models import dense as dense_module
-from munet.models.dense import dense, dense_backend, onednn_available, set_dense_backend
+from munet.models.cpu_kernels import cpu_kernels
+from munet.models.dense import dense, onednn_available
 
 needs_onednn = pytest.mark.skipif(not onednn_available(), reason="no oneDNN in this PyTorch")
 
@@ -48,7 +49,7 @@ def test_onednn_values_and_gradients_equal_f_linear(gelu, with_residual, rows, w
     def reference(x, weight, bias, residual=None):
         return _reference(x, weight, bias, gelu, residual)
 
-    with dense_backend("onednn"):
+    with cpu_kernels("tuned"):
         ours = _values_and_grads(run, tensors)
         with torch.no_grad():
             inference = run(*tensors)
@@ -64,7 +65,7 @@ def test_onednn_values_and_gradients_equal_f_linear(gelu, with_residual, rows, w
 def test_frozen_weights_and_bias_free_layers_get_the_right_gradients():
     x, weight, _, _ = _tensors((4, 3), 8, 24)
     x.requires_grad_(True)
-    with dense_backend("onednn"):
+    with cpu_kernels("tuned"):
         out = dense(x, weight, None, gelu=True)
         (grad_x,) = torch.autograd.grad(out.sum(), x)
     leaf = x.detach().clone().requires_grad_(True)
@@ -74,11 +75,11 @@ def test_frozen_weights_and_bias_free_layers_get_the_right_gradients():
 
 
 @pytest.mark.filterwarnings("ignore:`torch.jit.trace` is deprecated:DeprecationWarning")
-@pytest.mark.parametrize("backend", ["onednn", "aten"])
+@pytest.mark.parametrize("backend", ["tuned", "standard"])
 def test_the_standard_ops_run_where_onednn_must_not(backend):
     # float64, bf16 autocast with gradients, and tracing take F.linear whatever the backend.
     x, weight, bias, residual = (t.double() for t in _tensors((3, 2), 8, 16))
-    with dense_backend(backend):
+    with cpu_kernels(backend):
         got = dense(x, weight, bias, gelu=True)
         assert torch.equal(got, _reference(x, weight, bias, True, None))
         x32, w32, b32 = (t.float() for t in (x, weight, bias))
@@ -97,9 +98,9 @@ def test_the_standard_ops_run_where_onednn_must_not(backend):
 def test_bf16_evaluation_runs_onednn_as_autocast_would(gelu):
     x, weight, bias, residual = _tensors((6, 5), 16, 48)
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
-        with dense_backend("onednn"):
+        with cpu_kernels("tuned"):
             got = dense(x, weight, bias, gelu=gelu, residual=residual)
-        with dense_backend("aten"):
+        with cpu_kernels("standard"):
             want = dense(x, weight, bias, gelu=gelu, residual=residual)
     # bfloat16 products, the residual added in float32 by type promotion, as under autocast.
     assert got.dtype == want.dtype == torch.float32
@@ -107,22 +108,11 @@ def test_bf16_evaluation_runs_onednn_as_autocast_would(gelu):
     assert not torch.equal(got, _reference(x, weight, bias, gelu, residual))  # not float32
 
 
-def test_auto_backend_follows_the_cpu_vendor(monkeypatch):
+def test_onednn_runs_where_the_cpu_kernels_say(monkeypatch):
     monkeypatch.setattr(dense_module, "onednn_available", lambda: True)
-    with dense_backend("auto"):
-        monkeypatch.setattr(dense_module, "cpu_vendor", lambda: "GenuineIntel")
+    with cpu_kernels("standard"):
         assert not dense_module.onednn_preferred()
-        monkeypatch.setattr(dense_module, "cpu_vendor", lambda: "")  # not x86, or unknown
-        assert not dense_module.onednn_preferred()
-        monkeypatch.setattr(dense_module, "cpu_vendor", lambda: "AuthenticAMD")
+    with cpu_kernels("tuned"):
         assert dense_module.onednn_preferred()
-    with dense_backend("aten"):
+        monkeypatch.setattr(dense_module, "onednn_available", lambda: False)  # no such op
         assert not dense_module.onednn_preferred()
-    with dense_backend("onednn"):
-        monkeypatch.setattr(dense_module, "cpu_vendor", lambda: "GenuineIntel")
-        assert dense_module.onednn_preferred()
-
-
-def test_an_unknown_backend_is_refused_by_name():
-    with pytest.raises(ValueError, match="unknown dense backend 'mkl'; known: auto, onednn, aten"):
-        set_dense_backend("mkl")
