@@ -26,6 +26,18 @@ from .store_helpers import A, make_root, run_cycle
 QUALITIES = (0.5, 0.6, 0.7)  # three generations: two intermediate states, then end of cycle
 
 
+@pytest.fixture(autouse=True)
+def interactive_signals():
+    """SIGINT and SIGTERM as a `munet` started from a terminal has them: a suite started in
+    the background (`cmd &`, some CI runners) inherits SIGINT ignored, and Python then installs
+    no KeyboardInterrupt handler."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    previous_term = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    yield
+    signal.signal(signal.SIGINT, previous)
+    signal.signal(signal.SIGTERM, previous_term)
+
+
 class SignallingFS(LocalFS):
     """Local disk that raises a signal in this process right after its `at`-th step."""
 
