@@ -30,7 +30,9 @@ def _agent_help() -> str:
 AGENT_HELP = _agent_help()
 
 
-def _add_common(parser: argparse.ArgumentParser, state_default: str = DEFAULT_STATE_DIR) -> None:
+def add_common_options(
+    parser: argparse.ArgumentParser, state_default: str = DEFAULT_STATE_DIR
+) -> None:
     parser.add_argument(
         "-d",
         "--state-dir",
@@ -39,7 +41,7 @@ def _add_common(parser: argparse.ArgumentParser, state_default: str = DEFAULT_ST
     )
 
 
-def _add_config(parser: argparse.ArgumentParser) -> None:
+def add_config_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--set",
         dest="overrides",
@@ -99,9 +101,7 @@ def _setup_logging(args: argparse.Namespace, default: int = logging.INFO) -> Non
     from munet.progress import BarSafeHandler
 
     # The agents' decisions (about ten lines a generation) are -v's only.
-    logging.getLogger(DECISIONS_LOGGER).setLevel(
-        logging.DEBUG if args.verbose else logging.WARNING
-    )
+    logging.getLogger(DECISIONS_LOGGER).setLevel(logging.DEBUG if args.verbose else logging.WARNING)
 
     handler = BarSafeHandler()  # above the progress bars, never inside them
     handler.setFormatter(logging.Formatter("%(message)s"))
@@ -111,7 +111,7 @@ def _setup_logging(args: argparse.Namespace, default: int = logging.INFO) -> Non
     logger.propagate = False
 
 
-def _fail(message: object) -> int:
+def exit_with_error(message: object) -> int:
     print(f"munet: error: {message}", file=sys.stderr)
     return 2
 
@@ -145,8 +145,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Hugging Face save_pretrained folder)"
         ),
     )
-    _add_common(root)
-    _add_config(root)
+    add_common_options(root)
+    add_config_options(root)
     _add_verbosity(root)
     root.set_defaults(func=_root)
 
@@ -176,8 +176,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="folder: data: leave out image files that cannot be read (empty, corrupt) instead "
         "of refusing the folder; they are named in a warning",
     )
-    _add_common(run)
-    _add_config(run)
+    add_common_options(run)
+    add_config_options(run)
     _add_verbosity(run)
     add_split_options(run)
     add_tracking_options(run)
@@ -188,7 +188,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="show every agent's published paths",
         description="The published paths of every agent: scores, quality, params, FLOPs.",
     )
-    _add_common(board)
+    add_common_options(board)
     board.add_argument("--format", default="table", choices=["table", "csv", "json"])
     board.add_argument("--agent", action="append", help="only these agent classes (repeatable)")
     board.set_defaults(func=_leaderboard)
@@ -203,7 +203,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Rerunning resumes."
         ),
     )
-    _add_common(demo, DEFAULT_DEMO_STATE_DIR)
+    add_common_options(demo, DEFAULT_DEMO_STATE_DIR)
     demo.add_argument(
         "--cycles",
         type=int,
@@ -235,7 +235,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=["pretrained", "random_init"],
         help="root model (default: the state dir's, else pretrained where VitCpu ships one)",
     )
-    _add_config(demo)
+    add_config_options(demo)
     _add_verbosity(demo)
     add_tracking_options(demo)
     demo.set_defaults(func=_demo)
@@ -250,7 +250,7 @@ def _root(args: argparse.Namespace) -> int:
     try:
         config = resolve_config(args.agent, args.overrides)
     except ConfigError as err:
-        return _fail(err)
+        return exit_with_error(err)
     # No --root: the root the state dir has, else the preset's default (as the Python API).
     # Store and OS errors (locked, read-only, disk full, ...) are one line each, by main().
     path = create_root_model(config, args.state_dir, args.root)
@@ -267,7 +267,7 @@ def _run(args: argparse.Namespace) -> int:
 
     _setup_logging(args)
     if ":" in args.task:  # a source given as the task: say how to name it
-        return _fail(
+        return exit_with_error(
             f"task name {args.task!r} holds ':'; name the task and give its data, e.g. "
             f"--task mydata --data {args.task}"
         )
@@ -311,7 +311,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
     from munet.system import SystemStore
 
     if "://" not in args.state_dir and not os.path.isdir(args.state_dir):
-        return _fail(f"no state dir at {args.state_dir!r}")
+        return exit_with_error(f"no state dir at {args.state_dir!r}")
     rows = leaderboard_rows(SystemStore(args.state_dir), args.agent)  # skips damaged states
     print(format_leaderboard(rows, args.format))
     return 0

@@ -18,7 +18,7 @@ import os
 import sys
 from typing import Any
 
-from munet.cli.agents import AGENT_HELP, DEFAULT_STATE_DIR, _add_config
+from munet.cli.agents import AGENT_HELP, DEFAULT_STATE_DIR, add_config_options
 from munet.hints import did_you_mean
 
 
@@ -57,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=DEFAULT_STATE_DIR,
         help=f"system state dir, local path or fsspec URL (default: {DEFAULT_STATE_DIR})",
     )
-    _add_config(show)
+    add_config_options(show)
     show.set_defaults(func=_show)
 
 

@@ -16,7 +16,7 @@ import sys
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds `launch`."""
-    from munet.cli.agents import _add_common, _add_config
+    from munet.cli.agents import add_common_options, add_config_options
     from munet.cli.options import add_tracking_options
 
     parser = subparsers.add_parser(
@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="comma-separated tasks of the preceding --agent (one --tasks per --agent)",
     )
     parser.add_argument("--cycles", type=int, required=True, help="total cycles per agent")
-    _add_common(parser)
+    add_common_options(parser)
     parser.add_argument("--ray-address", default=None, help="Ray cluster (default: local Ray)")
     parser.add_argument(
         "--num-cpus", type=int, default=None, help="CPUs of the local Ray (default: all)"
@@ -82,7 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="forward this environment variable to the workers (repeatable), e.g. "
         "AWS_ACCESS_KEY_ID when the nodes have no credentials of their own",
     )
-    _add_config(parser)
+    add_config_options(parser)
     parser.add_argument(
         "--agent-set",
         nargs=2,
@@ -120,7 +120,7 @@ def _launch(args: argparse.Namespace) -> int:
 
 def _launch_deferred(args: argparse.Namespace) -> int:
     from munet.agents.singlepath import AgentError
-    from munet.cli.agents import _fail
+    from munet.cli.agents import exit_with_error
     from munet.cli.errors import EXIT_AGENTS_FAILED, EXIT_INTERRUPTED, EXIT_TERMINATED
     from munet.cli.options import tracking_settings
     from munet.cluster import agent_specs, launch
@@ -163,7 +163,7 @@ def _launch_deferred(args: argparse.Namespace) -> int:
             detail="cycle" if args.quiet else "generation",
         )
     except (ConfigError, AgentError, ValueError, ImportError) as err:
-        return _fail(err)
+        return exit_with_error(err)
     except ClusterLostError as err:  # not a bug in munet: a lost head node, say
         print(f"munet: error: {err}", file=sys.stderr)
         return EXIT_AGENTS_FAILED

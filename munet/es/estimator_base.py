@@ -60,25 +60,25 @@ class PESState:
     iteration: int = 0
 
 
-def _generator(rng_state: torch.Tensor) -> torch.Generator:
+def torch_generator(rng_state: torch.Tensor) -> torch.Generator:
     generator = torch.Generator()
     generator.set_state(rng_state.clone())
     return generator
 
 
-def _seeded(seed: int) -> torch.Generator:
+def seeded(seed: int) -> torch.Generator:
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise TypeError(f"seed must be an int, got {seed!r}")
     return torch.Generator().manual_seed(seed)
 
 
-def _positive_int(name: str, value: int) -> int:
+def positive_int(name: str, value: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
     return value
 
 
-def _positive_float(name: str, value: float) -> float:
+def positive_float(name: str, value: float) -> float:
     if not (isinstance(value, (int, float)) and value > 0):
         raise ValueError(f"{name} must be > 0, got {value!r}")
     return float(value)
@@ -94,7 +94,7 @@ class GradientEstimator(ABC):
         if not isinstance(problem, InnerProblem):
             raise TypeError(f"problem must be an InnerProblem, got {type(problem).__name__}")
         self.problem = problem
-        self.num_particles = _positive_int("num_particles", num_particles)
+        self.num_particles = positive_int("num_particles", num_particles)
 
     @abstractmethod
     def init_state(self, theta: torch.Tensor, seed: int) -> Any:

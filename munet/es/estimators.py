@@ -33,10 +33,10 @@ from munet.es.estimator_base import (  # noqa: F401
     GradientEstimator,
     PESState,
     TruncatedState,
-    _generator,
-    _positive_float,
-    _positive_int,
-    _seeded,
+    positive_float,
+    positive_int,
+    seeded,
+    torch_generator,
 )
 from munet.es.pes import antithetic_es_gradient, sample_perturbations
 from munet.es.problem import InnerProblem, check_theta
@@ -66,23 +66,23 @@ class FullEpisodeES(GradientEstimator):
         horizon: int | None = None,
     ) -> None:
         super().__init__(problem, num_particles)
-        self.std = _positive_float("std", std)
+        self.std = positive_float("std", std)
         horizon = problem.episode_length if horizon is None else horizon
         if horizon is None:
             raise ValueError(
                 f"{type(problem).__name__} has no episode_length; give FullEpisodeES a horizon"
             )
-        self.horizon = _positive_int("horizon", horizon)
+        self.horizon = positive_int("horizon", horizon)
 
     def init_state(self, theta: torch.Tensor, seed: int) -> FullEpisodeState:
         check_theta(self.problem, theta)
-        return FullEpisodeState(rng=_seeded(seed).get_state())
+        return FullEpisodeState(rng=seeded(seed).get_state())
 
     def estimate(
         self, theta: torch.Tensor, state: FullEpisodeState
     ) -> tuple[EstimatorOutput, FullEpisodeState]:
         rows = self._theta_rows(theta)
-        generator = _generator(state.rng)
+        generator = torch_generator(state.rng)
         eps = sample_perturbations(self.num_particles, rows.shape[1], self.std, generator)
         with torch.no_grad():
             fresh = self.problem.init_state(self.num_particles, generator)

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from munet.es.devices import DeviceWorkers, move_tree, problem_on_device, resolve_devices
-from munet.es.estimators import EstimatorOutput, _generator, _positive_int
+from munet.es.estimators import EstimatorOutput, positive_int, torch_generator
 from munet.es.pes import sample_perturbations
 from munet.es.plan import ReplicatedBatches, ShardPlan, plan_truncation, shard_plan
 from munet.es.problem import InnerProblem, InnerState, check_theta
@@ -88,7 +88,7 @@ class MultiDeviceBase:
         num_devices: int | None = None,
         concurrency: str = "auto",
     ) -> None:
-        per_device = _positive_int("particles_per_device", particles_per_device)
+        per_device = positive_int("particles_per_device", particles_per_device)
         self.devices = resolve_devices(devices, num_devices)
         super().__init__(  # the single-device estimator, with all the particles
             problem,
@@ -202,7 +202,7 @@ class MultiDeviceBase:
 
     def _plan_shards(self, theta: torch.Tensor, state: ShardedState):
         rows = self._theta_rows(theta)
-        generator = _generator(state.rng)
+        generator = torch_generator(state.rng)
         eps = sample_perturbations(self.num_particles, rows.shape[1], self.std, generator)
         batch_particles = self.particles_per_device if self.replicate_data else self.num_particles
         plan = plan_truncation(

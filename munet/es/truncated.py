@@ -12,10 +12,10 @@ from munet.es.estimator_base import (
     GradientEstimator,
     PESState,
     TruncatedState,
-    _generator,
-    _positive_float,
-    _positive_int,
-    _seeded,
+    positive_float,
+    positive_int,
+    seeded,
+    torch_generator,
 )
 from munet.es.pes import antithetic_es_gradient, pes_gradient, sample_perturbations
 from munet.es.problem import InnerProblem, check_theta
@@ -34,7 +34,7 @@ class _TruncatedBase(GradientEstimator):
         offset_mode: str = "burn_in",
     ) -> None:
         super().__init__(problem, num_particles)
-        self.truncation_length = _positive_int("truncation_length", truncation_length)
+        self.truncation_length = positive_int("truncation_length", truncation_length)
         if not isinstance(random_initial_offset, int) or random_initial_offset < 0:
             raise ValueError(
                 f"random_initial_offset must be an int >= 0, got {random_initial_offset!r}"
@@ -56,7 +56,7 @@ class _TruncatedBase(GradientEstimator):
         )
 
     def init_state(self, theta: torch.Tensor, seed: int) -> TruncatedState:
-        generator = _seeded(seed)
+        generator = seeded(seed)
         inner, inner_step = self._start(theta, generator)
         return TruncatedState(unroll=inner, inner_step=inner_step, rng=generator.get_state())
 
@@ -76,7 +76,7 @@ class _PerturbedTruncatedBase(_TruncatedBase):
         super().__init__(
             problem, num_particles, truncation_length, random_initial_offset, offset_mode
         )
-        self.std = _positive_float("std", std)
+        self.std = positive_float("std", std)
 
 
 class TruncatedES(_PerturbedTruncatedBase):
@@ -102,7 +102,7 @@ class TruncatedES(_PerturbedTruncatedBase):
         self, theta: torch.Tensor, state: TruncatedState
     ) -> tuple[EstimatorOutput, TruncatedState]:
         rows = self._theta_rows(theta)
-        generator = _generator(state.rng)
+        generator = torch_generator(state.rng)
         eps = sample_perturbations(self.num_particles, rows.shape[1], self.std, generator)
         start = state.unroll
         with torch.no_grad():
@@ -143,7 +143,7 @@ class TruncatedBackprop(_TruncatedBase):
     ) -> tuple[EstimatorOutput, TruncatedState]:
         # One leaf row per particle, so autograd returns each particle's own gradient.
         rows = self._theta_rows(theta).clone().requires_grad_(True)
-        generator = _generator(state.rng)
+        generator = torch_generator(state.rng)
         with torch.enable_grad():
             result = unroll(
                 self.problem,
@@ -195,7 +195,7 @@ class TruncatedPES(_PerturbedTruncatedBase):
     state_class = PESState
 
     def init_state(self, theta: torch.Tensor, seed: int) -> PESState:
-        generator = _seeded(seed)
+        generator = seeded(seed)
         inner, inner_step = self._start(theta, generator)
         dim = theta.shape[0]
         return PESState(
@@ -208,7 +208,7 @@ class TruncatedPES(_PerturbedTruncatedBase):
 
     def estimate(self, theta: torch.Tensor, state: PESState) -> tuple[EstimatorOutput, PESState]:
         rows = self._theta_rows(theta)
-        generator = _generator(state.rng)
+        generator = torch_generator(state.rng)
         eps = sample_perturbations(self.num_particles, rows.shape[1], self.std, generator)
         with torch.no_grad():
             result = unroll(

@@ -55,7 +55,7 @@ def component_names(arch: VitArch) -> list[str]:
 
 
 @functools.lru_cache(maxsize=256)
-def _meta_model(arch: VitArch, image_size: int) -> VisionTransformer:
+def meta_model(arch: VitArch, image_size: int) -> VisionTransformer:
     """A parameter-less (meta-device) model: a template for shapes and functional calls."""
     with torch.device("meta"):
         return VisionTransformer(arch, image_size)
@@ -69,7 +69,7 @@ def component_shapes(arch: VitArch, image_size: int) -> dict[str, dict[str, tupl
     """
     return {
         component: {name: tuple(tensor.shape) for name, tensor in tensors.items()}
-        for component, tensors in split_components(_meta_model(arch, image_size)).items()
+        for component, tensors in split_components(meta_model(arch, image_size)).items()
     }
 
 
@@ -300,5 +300,5 @@ def forward_components(arch: VitArch, components: Components, images: torch.Tens
     """
     image_size = images.shape[-1]
     check_components(components, arch, image_size)
-    template = _meta_model(arch, image_size)
+    template = meta_model(arch, image_size)
     return functional_call(template, merge_components(components), (images,), strict=True)

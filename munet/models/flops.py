@@ -21,7 +21,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from munet.models.arch import StemArch, VitArch
-from munet.models.components import _meta_model, component_shapes
+from munet.models.components import component_shapes, meta_model
 
 
 @functools.lru_cache(maxsize=4096)
@@ -31,7 +31,7 @@ def count_flops(arch: VitArch, image_size: int) -> int:
     Raises:
         ValueError: image_size not a multiple of the patch size.
     """
-    model = _meta_model(arch, image_size)
+    model = meta_model(arch, image_size)
     images = torch.empty(1, 3, image_size, image_size, device="meta")
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         model(images)

@@ -16,7 +16,7 @@ from collections import Counter
 from munet.report.analysis import chance_level, learning_curve, mutation_effects
 from munet.report.collect import SUBPATH, SystemView
 from munet.report.research import quality_axis
-from munet.report.sections import _unique_params, history_y_range, short_names
+from munet.report.sections import history_y_range, short_names, unique_params
 from munet.report.system_graph import slot_label
 
 COLOURS = {
@@ -274,7 +274,7 @@ def figures(view: SystemView) -> dict:
         out["system"] = _system_figure(view, labels)
     tasks = [a for a in view.tasks if a.published]
     if tasks:
-        added, reused = zip(*(_unique_params(a.published, view) for a in tasks), strict=True)
+        added, reused = zip(*(unique_params(a.published, view) for a in tasks), strict=True)
         out["params"] = _bars_figure(
             "Parameters per task",
             [labels[a.agent_id] for a in tasks],

@@ -269,7 +269,7 @@ def system_graph(view: SystemView, labels: dict[str, str]) -> str:
     return _section("system", graph_body(view, labels))
 
 
-def _unique_params(paths: Sequence[PathView], view: SystemView) -> tuple[int, int]:
+def unique_params(paths: Sequence[PathView], view: SystemView) -> tuple[int, int]:
     """(params the agent added, params it reuses) over the components of its paths."""
     added: dict[str, int] = {}
     reused: dict[str, int] = {}
@@ -288,13 +288,13 @@ def params_per_task(view: SystemView, labels: dict[str, str]) -> str:
     tasks = [a for a in view.tasks if a.published]
     if not tasks:
         return _section("params", '<p class="empty">No task has a published path yet.</p>')
-    added, reused = zip(*(_unique_params(a.published, view) for a in tasks), strict=True)
+    added, reused = zip(*(unique_params(a.published, view) for a in tasks), strict=True)
     chart = hbar_chart(
         [labels[a.agent_id] for a in tasks],
         [("added", added, "added"), ("reused", reused, "reused")],
     )
     total = sum(added) + sum(
-        _unique_params(a.published, view)[0] for a in view.agents.values() if a.is_root
+        unique_params(a.published, view)[0] for a in view.agents.values() if a.is_root
     )
     legend = (
         '<p class="legend"><span class="sw added"></span>added (components the task owns: '

@@ -89,7 +89,7 @@ def _uniform(shape: tuple[int, ...], lo: float, hi: float, g: torch.Generator) -
     return lo + (hi - lo) * torch.rand(shape, generator=g)
 
 
-def _random_colors(index: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+def random_colors(index: torch.Tensor, g: torch.Generator) -> torch.Tensor:
     """Palette colours at `index` (any shape), jittered per channel and in brightness."""
     palette = torch.tensor(list(COLORS.values()))
     base = palette[index]
@@ -112,7 +112,7 @@ def _single_objects(
         cy=cy[:, None],
         radius=radius[:, None],
         shape=shape[:, None],
-        color=_random_colors(color_index, g)[:, None],
+        color=random_colors(color_index, g)[:, None],
         present=torch.ones(n, 1, dtype=torch.bool),
     )
 
@@ -136,7 +136,7 @@ def _grid_objects(
         cy=cy,
         radius=radius,
         shape=torch.randint(len(SHAPES), (n, k), generator=g),
-        color=_random_colors(torch.randint(len(COLORS), (n, k), generator=g), g),
+        color=random_colors(torch.randint(len(COLORS), (n, k), generator=g), g),
         present=present,
     )
 
@@ -169,7 +169,7 @@ def _sample_scene(task: str, n: int, g: torch.Generator) -> tuple[Objects, torch
     raise ValueError(f"unknown synthetic task {task!r}; known: {', '.join(SYNTH_TASKS)}")
 
 
-def _backgrounds(n: int, g: torch.Generator) -> torch.Tensor:
+def backgrounds(n: int, g: torch.Generator) -> torch.Tensor:
     """(N, 3, S, S) desaturated striped, noisy textures in [0, 1]."""
     size = IMAGE_SIZE
     gray = _uniform((n, 1, 1, 1), 0.2, 0.6, g)
@@ -199,7 +199,7 @@ def _signed_distance(shape: int, dx: torch.Tensor, dy: torch.Tensor, r: torch.Te
     return torch.minimum(torch.maximum(adx - arm, ady - r), torch.maximum(ady - arm, adx - r))
 
 
-def _shape_masks(objects: Objects) -> torch.Tensor:
+def shape_masks(objects: Objects) -> torch.Tensor:
     """(N, K, S, S) antialiased coverage of each object (area of the pixel inside the shape,
     approximated from the signed distance at its centre); absent objects cover nothing."""
     n, k = objects.cx.shape
@@ -222,7 +222,7 @@ def _shape_masks(objects: Objects) -> torch.Tensor:
 def _render(objects: Objects, background: torch.Tensor) -> torch.Tensor:
     """Paints objects in slot order over the background; returns uint8 (N, 3, S, S)."""
     image = background
-    masks = _shape_masks(objects)
+    masks = shape_masks(objects)
     for k in range(masks.shape[1]):
         color = objects.color[:, k, :, None, None].expand_as(image)
         image.lerp_(color, masks[:, k : k + 1])  # in place: background is ours to overwrite
@@ -236,7 +236,7 @@ def generate_synth_split(task: str, n: int, seed: int) -> SplitArrays:
     for start in range(0, n, _CHUNK):
         count = min(_CHUNK, n - start)
         objects, chunk_labels = _sample_scene(task, count, g)
-        images.append(_render(objects, _backgrounds(count, g)))
+        images.append(_render(objects, backgrounds(count, g)))
         labels.append(chunk_labels)
     if not images:
         return SplitArrays(

@@ -24,9 +24,9 @@ from munet.tasks.sources.synth import (
     COLORS,
     SHAPES,
     Objects,
-    _backgrounds,
-    _random_colors,
-    _shape_masks,
+    backgrounds,
+    random_colors,
+    shape_masks,
 )
 from munet.tasks.sources.vtab1k.common import IMAGE_SIZE, coverage, pixel_centres, uniform
 
@@ -36,7 +36,7 @@ _NUM_CLUTTER = 10
 
 def _paint(objects: Objects, image: torch.Tensor) -> torch.Tensor:
     """Paints `objects` in slot order over `image` (N, 3, S, S) in [0, 1]."""
-    masks = _shape_masks(objects)
+    masks = shape_masks(objects)
     for k in range(masks.shape[1]):
         image = torch.lerp(image, objects.color[:, k, :, None, None], masks[:, k : k + 1])
     return image
@@ -62,10 +62,10 @@ def render_conjunction(
         cy=cy,
         radius=radius,
         shape=shape,
-        color=_random_colors(colours, g),
+        color=random_colors(colours, g),
         present=torch.ones(n, k, dtype=torch.bool),
     )
-    return _paint(objects, _backgrounds(n, g)), colour
+    return _paint(objects, backgrounds(n, g)), colour
 
 
 def render_clutter(shape: torch.Tensor, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -81,10 +81,10 @@ def render_clutter(shape: torch.Tensor, g: torch.Generator) -> tuple[torch.Tenso
         cy=cy,
         radius=radius,
         shape=shapes,
-        color=_random_colors(torch.randint(len(COLORS), (n, k), generator=g), g),
+        color=random_colors(torch.randint(len(COLORS), (n, k), generator=g), g),
         present=torch.ones(n, k, dtype=torch.bool),
     )
-    return _paint(objects, _backgrounds(n, g)), shape
+    return _paint(objects, backgrounds(n, g)), shape
 
 
 def render_occlusion(shape: torch.Tensor, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -99,10 +99,10 @@ def render_occlusion(shape: torch.Tensor, g: torch.Generator) -> tuple[torch.Ten
         cy=cy[:, None],
         radius=radius[:, None],
         shape=shape[:, None],
-        color=_random_colors(torch.randint(len(COLORS), (n, 1), generator=g), g),
+        color=random_colors(torch.randint(len(COLORS), (n, 1), generator=g), g),
         present=torch.ones(n, 1, dtype=torch.bool),
     )
-    image = _paint(objects, _backgrounds(n, g))
+    image = _paint(objects, backgrounds(n, g))
     # The bar: a band of width 0.8-1.2 r at a random angle, its axis within 0.3 r of the
     # object's centre, in a random palette colour or grey.
     angle = uniform((n, 1, 1), 0.0, math.pi, g)
@@ -113,7 +113,7 @@ def render_occlusion(shape: torch.Tensor, g: torch.Generator) -> tuple[torch.Ten
         angle
     )
     bar = coverage((across - offset).abs() - width / 2)
-    palette = _random_colors(torch.randint(len(COLORS), (n,), generator=g), g)
+    palette = random_colors(torch.randint(len(COLORS), (n,), generator=g), g)
     grey = uniform((n, 1), 0.2, 0.8, g).expand(-1, 3)
     colour = torch.where(torch.rand(n, 1, generator=g) < 0.5, palette, grey)
     return torch.lerp(image, colour[:, :, None, None].expand_as(image), bar[:, None]), shape
