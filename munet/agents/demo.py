@@ -38,16 +38,10 @@ from munet.config import (
     AgentConfig,
 )
 from munet.cpus import usable_cpu_count
-from munet.progress import (
-    Stage,
-    StagedPace,
-    bars_enabled,
-    progress_bar,
-    status_source,
-    write_line,
-)
+from munet.progress import bars_enabled, progress_bar, status_source, write_line
 from munet.report.html import write_report
 from munet.report.leaderboard import format_leaderboard
+from munet.staged_pace import Stage, StagedPace
 from munet.system import SystemStore
 from munet.tracking import TrackingSettings
 from munet.workers import WorkerPool

@@ -1,4 +1,4 @@
-"""Progress in a log: the time left of staged work (munet.progress.StagedPace), the heartbeat's
+"""Progress in a log: the time left of staged work (munet.staged_pace.StagedPace), the heartbeat's
 status lines, and a long command's first line before its work (munet.cli.status_lines)."""
 
 from __future__ import annotations
@@ -16,12 +16,11 @@ import pytest
 from munet.progress import (
     Heartbeat,
     Pace,
-    Stage,
-    StagedPace,
     current_status,
     heartbeat_seconds,
     status_source,
 )
+from munet.staged_pace import Stage, StagedPace
 
 REPO = Path(__file__).resolve().parents[2]
 
