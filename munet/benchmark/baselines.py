@@ -83,7 +83,12 @@ def _adapters(
     agent: Any, hparams: dict[str, Any], settings: Settings, seed: int, budget: TaskBudget
 ) -> dict[str, Any]:
     from munet.agents.singlepath import model_arch
-    from munet.benchmark.frozen_root import AdaptedVit, count_parameters, vit_from_root
+    from munet.benchmark.frozen_root import (
+        count_parameters,
+        frozen_root_adapters,
+        trainable_parameters,
+        vit_from_root,
+    )
     from munet.benchmark.training import accuracy, train_with_validation
     from munet.training.optim import make_optimizer
 
@@ -93,9 +98,9 @@ def _adapters(
     generator = torch.Generator().manual_seed(stable_seed(seed, agent.agent_id, "adapters"))
     torch.manual_seed(stable_seed(seed, agent.agent_id, "adapters", "torch"))
     root_tensors = {c.name: c.tensors for c in root.comps_only()}
-    model = AdaptedVit(vit_from_root(root_tensors, arch, image_size, generator),
-                       settings.adapter_bottleneck)  # fmt: skip
-    trainable = model.trainable_parameters()
+    vit = vit_from_root(root_tensors, arch, image_size, generator)
+    model = frozen_root_adapters(vit, settings.adapter_bottleneck)
+    trainable = trainable_parameters(model)
     optimizer = make_optimizer(trainable, hparams, budget.interval, budget.num_validations)
     task = agent.task
     trained = train_with_validation(

@@ -1,10 +1,6 @@
 """The methods on the frozen pretrained root that are not munet paths: residual adapters
-(Houlsby et al. 2019) with a fresh head, and the model pieces they need.
-
-Houlsby's placement: in every encoder block, one adapter on the attention sublayer's output
-and one on the MLP sublayer's output, each before its residual add::
-
-    x = x + adapter_a(attn(norm1(x)));  x = x + adapter_m(mlp(norm2(x)))
+after each sublayer (Houlsby et al. 2019; the model is munet.models.houlsby_vit) with a fresh
+head, and what they need to start from the root and be measured.
 
 The root's components stay frozen (LayerNorms included: Houlsby also trains them; here only
 adapters and head train, so "parameters added" is exactly adapters + head).
@@ -22,53 +18,30 @@ from torch.utils.flop_counter import FlopCounterMode
 from munet.models import (
     VisionTransformer,
     build_model,
-    count_flops,
     init_components,
     resize_posembed,
 )
-from munet.models.adapters import BottleneckAdapter
 from munet.models.arch import VitArch
 from munet.models.components import component_names
+from munet.models.houlsby_vit import HoulsbyAdaptedVit
 
 
-class AdaptedVit(nn.Module):
-    """A ViT with a :class:`BottleneckAdapter` after each block's attention and MLP sublayers.
+def frozen_root_adapters(vit: VisionTransformer, bottleneck: int) -> HoulsbyAdaptedVit:
+    """The ``adapters`` method's model: ``vit`` with an adapter after each sublayer
+    (Houlsby's placement), every ViT parameter frozen except the head's.
 
     Args:
-        vit: the ViT (its parameters are frozen here, except the head's).
+        vit: the ViT built from the root (:func:`vit_from_root`); frozen in place.
         bottleneck: the adapters' hidden width.
     """
+    for name, param in vit.named_parameters():
+        param.requires_grad_(name.startswith("head."))
+    return HoulsbyAdaptedVit(vit, bottleneck)
 
-    def __init__(self, vit: VisionTransformer, bottleneck: int) -> None:
-        super().__init__()
-        self.vit = vit
-        for name, param in vit.named_parameters():
-            param.requires_grad_(name.startswith("head."))
-        width = vit.arch.width
-        self.blocks = [getattr(vit, f"encoderblock_{i}") for i in range(vit.arch.num_layers)]
-        self.adapters = nn.ModuleList(
-            BottleneckAdapter(width, bottleneck) for _ in range(2 * len(self.blocks))
-        )
 
-    def forward(self, images: torch.Tensor) -> torch.Tensor:
-        vit = self.vit
-        x = vit.embed_tokens(images)  # (B, 1+N, D), through a hybrid's stem
-        for index, block in enumerate(self.blocks):
-            x = x + self.adapters[2 * index](block.attn(block.norm1(x)))
-            x = x + self.adapters[2 * index + 1](block.mlp(block.norm2(x)))
-        return vit.head(vit.encoder_norm(x[:, 0]))
-
-    def trainable_parameters(self) -> list[nn.Parameter]:
-        return [p for p in self.parameters() if p.requires_grad]
-
-    def flops(self) -> int:
-        """Forward FLOPs of one image: the ViT's (munet.models.flops.count_flops, attention
-        included) plus each adapter's two matmuls on every token."""
-        vit = self.vit
-        bottleneck = self.adapters[0].down.out_features if len(self.adapters) else 0
-        tokens = vit.arch.num_tokens(vit.image_size)
-        per_adapter = 2 * 2 * tokens * vit.arch.width * bottleneck
-        return count_flops(vit.arch, vit.image_size) + len(self.adapters) * per_adapter
+def trainable_parameters(model: nn.Module) -> list[nn.Parameter]:
+    """The parameters that train (``requires_grad``), in the model's order."""
+    return [p for p in model.parameters() if p.requires_grad]
 
 
 def vit_from_root(
@@ -105,7 +78,7 @@ def vit_from_root(
 def forward_flops(model: nn.Module, image_size: int) -> int:
     """FLOPs of one image's forward, counted on the real model (matmuls and convolutions, as
     munet.models.flops; for convolutional models: PyTorch's CPU attention kernel is not
-    counted, so ViTs use :meth:`AdaptedVit.flops` and ``count_flops``)."""
+    counted, so ViTs use :meth:`HoulsbyAdaptedVit.flops` and ``count_flops``)."""
     was_training = model.training
     model.eval()
     images = torch.zeros(1, 3, image_size, image_size)

@@ -1,5 +1,7 @@
 """A ViT with residual bottleneck adapters after some of its encoder blocks (munet's adapter
-mutation, beyond the seed; munet.agents.adapter_mutation decides where they go).
+mutation, beyond the seed; munet.agents.adapter_mutation decides where they go). The
+benchmark's ``adapters`` baseline places them after each sublayer instead (Houlsby's
+placement, munet.models.houlsby_vit); both count an adapter's FLOPs with `adapter_flops`.
 
 An adapter after block ``i`` is the component ``adapter_{i}`` with the tensors of a
 `munet.models.adapters.BottleneckAdapter`: ``down.weight (b, D)``, ``down.bias (b,)``,
@@ -68,7 +70,8 @@ def adapter_flops(arch: VitArch, image_size: int, bottleneck: int) -> int:
 
 
 class AdaptedVisionTransformer(VisionTransformer):
-    """A `VisionTransformer` with a `BottleneckAdapter` after the blocks of ``adapters``.
+    """A `VisionTransformer` with a `BottleneckAdapter` after the blocks of ``adapters`` (on a
+    whole block's output: munet's adapter mutation).
 
     Args:
         arch: the architecture.

@@ -5,7 +5,12 @@ import torch
 from torch import nn
 
 from munet.benchmark.cnn import small_cnn
-from munet.benchmark.frozen_root import AdaptedVit, forward_flops, vit_from_root
+from munet.benchmark.frozen_root import (
+    forward_flops,
+    frozen_root_adapters,
+    trainable_parameters,
+    vit_from_root,
+)
 from munet.benchmark.training import accuracy, train_with_validation
 from munet.models import VitArch, count_flops, init_components
 from munet.models.adapters import BottleneckAdapter, adapter_params
@@ -32,13 +37,13 @@ def _tiny_vit(arch=None):
 
 
 @pytest.mark.parametrize("arch", [None, HYBRID], ids=["plain", "hybrid"])
-def test_adapted_vit_trains_only_adapters_and_head_and_starts_as_the_frozen_model(arch):
+def test_frozen_root_adapters_train_only_adapters_and_head_and_start_as_the_frozen_model(arch):
     vit, _ = _tiny_vit(arch)
     images = torch.randn(3, 3, 8, 8)
     with torch.no_grad():
         before = vit(images)
-    model = AdaptedVit(vit, bottleneck=4)
-    trainable = {id(p) for p in model.trainable_parameters()}
+    model = frozen_root_adapters(vit, bottleneck=4)
+    trainable = {id(p) for p in trainable_parameters(model)}
     expected = {id(p) for p in [*model.adapters.parameters(), *vit.head.parameters()]}
     assert trainable == expected
     assert len(model.adapters) == 4  # Houlsby: two per block.

@@ -1,4 +1,5 @@
-"""Bottleneck adapters in a ViT (munet.models.adapters, munet.models.adapted_vit)."""
+"""Bottleneck adapters in a ViT (munet.models.adapters; after a block, munet.models.adapted_vit;
+after each sublayer, Houlsby's placement, munet.models.houlsby_vit)."""
 
 import pytest
 import torch
@@ -15,6 +16,7 @@ from munet.models.adapted_vit import (
 )
 from munet.models.components import init_components
 from munet.models.export_tree import build_module
+from munet.models.houlsby_vit import HoulsbyAdaptedVit
 from munet.models.vit import VisionTransformer
 
 ARCH = VitArch.from_size("mu/4", num_layers=3, num_classes=5)
@@ -46,6 +48,22 @@ def test_flops_follow_the_counter_convention():
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         model(torch.empty(1, 3, 16, 16, device="meta"))
     assert counter.get_total_flops() == count_flops(ARCH, 16) + adapter_flops(ARCH, 16, 8)
+
+
+def test_houlsby_placement_starts_as_its_vit_and_counts_flops_with_the_same_formula():
+    headless = ARCH.replace(num_classes=0)
+    vit = VisionTransformer(headless, 16).reset_parameters(torch.Generator().manual_seed(0))
+    model = HoulsbyAdaptedVit(vit, 4)
+    assert len(model.adapters) == 2 * ARCH.num_layers  # one per sublayer
+    images = torch.rand(2, 3, 16, 16)
+    with torch.no_grad():
+        assert torch.allclose(model(images), vit(images), atol=1e-6)  # up is zero
+    assert all(p.requires_grad for p in model.parameters())  # freezing is the caller's
+    meta = HoulsbyAdaptedVit(VisionTransformer(ARCH, 16), 8).to("meta")
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        meta(torch.empty(1, 3, 16, 16, device="meta"))
+    expected = count_flops(ARCH, 16) + 2 * ARCH.num_layers * adapter_flops(ARCH, 16, 8)
+    assert counter.get_total_flops() == meta.flops() == expected
 
 
 def test_assembled_from_components_and_exported_tree_agree():
