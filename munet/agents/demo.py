@@ -1,17 +1,17 @@
 """``munet demo``: a small multitask system grown from scratch on a laptop CPU.
 
-The ``VitCpu`` preset's built-in pretrained root model (random-init with ``root_kind=
-"random_init"``, or where the preset ships none), then one singlepath agent per task (the
-embedded ``digits`` and three generated ``synth/*`` tasks) run in rounds, one cycle of every
-agent per round, so each cycle sees the paths the other agents published before it. Agents of a
-round run in parallel worker processes (one per CPU core, one thread each); the first task's
-results do not depend on the number of workers (it starts first in every round and sees the
-same published paths). Then a multipath stage: ``MultiVitCpu`` agents on the tasks where the
-singlepath agents are weakest (lowest validation quality), combining their paths with other
-tasks' paths. It ends with the leaderboard, the components each task's best path took from
-other agents, whether multipath beat the best singlepath path on its tasks, and where the state
-lives. Rerunning resumes (a killed demo loses at most a
-generation per agent) and finishes.
+A CPU preset's built-in pretrained root model (``DEMO_AGENT`` unless ``agent``; random-init
+with ``root_kind="random_init"``, or where the preset ships none), then one singlepath agent per
+task (the embedded ``digits`` and three generated ``synth/*`` tasks) run in rounds, one cycle of
+every agent per round, so each cycle sees the paths the other agents published before it.
+Agents of a round run in parallel worker processes (one per CPU core, one thread each); the
+first task's results do not depend on the number of workers (it starts first in every round and
+sees the same published paths). Then a multipath stage: the preset's ``Multi`` agents on the
+tasks where the singlepath agents are weakest (lowest validation quality), combining their paths
+with other tasks' paths. It ends with the leaderboard, the components each task's best path
+took from other agents, whether multipath beat the best singlepath path on its tasks, and where
+the state lives. Rerunning resumes (a killed demo loses at most a generation per agent) and
+finishes.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from munet.config import (
     DEFAULT_DEMO_CYCLES,
     DEFAULT_DEMO_STATE_DIR,
     DEMO_AGENT,
-    DEMO_MULTIPATH_AGENT,
     DEMO_MULTIPATH_CYCLES,
     DEMO_MULTIPATH_TASKS,
     DEMO_TASKS,
@@ -152,6 +151,7 @@ def run_demo(
     tracking: TrackingSettings | None = None,
     root_kind: str | None = None,
     detail: str = "generation",
+    agent: str = DEMO_AGENT,
 ) -> DemoResult:
     """Runs (or resumes) the demo and prints its summary through ``echo``.
 
@@ -173,6 +173,7 @@ def run_demo(
             takes a ``checkpoint_path=FILE`` override (munet.agents.root).
         detail: the agents' lines with one worker (``munet.agents.options.RunOptions``):
             ``generation`` (one per generation), ``full`` (every sampled path) or ``cycle``.
+        agent: the singlepath preset; the multipath stage runs its ``Multi`` preset.
 
     Raises:
         munet.config.ConfigError / ValueError: bad override, task or count (cycles < 1,
@@ -186,13 +187,14 @@ def run_demo(
     ):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise ValueError(f"{name}={value!r}: expected a whole number >= {least}")
+    presets = demo_presets(agent)
     start = time.perf_counter()
     tasks = list(dict.fromkeys(tasks))  # One agent per task: a task given twice runs once.
     store = SystemStore(str(state_dir))
     workers = default_workers(len(tasks)) if workers is None else workers
     pace = demo_pace(len(tasks), cycles, workers, multipath_tasks, multipath_cycles)
-    echo(plan_line(tasks, cycles, workers, pace, str(state_dir)))
-    configs = {task: resolve_config(DEMO_AGENT, overrides, store, task) for task in tasks}
+    echo(plan_line(presets, tasks, cycles, workers, pace, str(state_dir)))
+    configs = {task: resolve_config(presets.single, overrides, store, task) for task in tasks}
     # Built here (in the parent) so a bad task is an error before any work.
     agents = {
         task: make_agent(
@@ -206,7 +208,7 @@ def run_demo(
         )
         for task in tasks
     }
-    root_config = resolve_config(DEMO_AGENT, overrides)
+    root_config = resolve_config(presets.single, overrides)
     if root_kind is None:
         root_kind = existing_root_kind(root_config, store) or default_root_kind(root_config)
     root = create_root_model(root_config, store, root_kind)
@@ -221,10 +223,11 @@ def run_demo(
         )  # fmt: skip
         reports = {}
         for task, agent in agents.items():
-            loaded = store.load(agent.agent_id, [DEMO_AGENT])
+            loaded = store.load(agent.agent_id, [presets.single])
             best = loaded.population.get_best_path()
             reports[task] = RunReport(agent.agent_id, loaded.cycle, [], best)
         comparison = _multipath_stage(
+            presets,
             store,
             reports,
             overrides,
@@ -237,7 +240,7 @@ def run_demo(
             tracking,
             detail,
         )
-    rows = leaderboard_rows(store, [DEMO_AGENT, DEMO_MULTIPATH_AGENT])
+    rows = leaderboard_rows(store, [presets.single, presets.multi])
     seconds = time.perf_counter() - start
     echo("")
     echo(format_leaderboard(rows))
@@ -260,7 +263,7 @@ def run_demo(
         echo(f"    sampled as: {best.metrics.get('reuse', '')}")
     if comparison:
         echo("")
-        echo("Multipath stage (MultiVitCpu on the weakest tasks), test quality:")
+        echo(f"Multipath stage ({presets.multi} on the weakest tasks), test quality:")
         for task, result in comparison.items():
             verdict = "beat" if result["multipath"] > result["singlepath"] else "did not beat"
             echo(
@@ -283,6 +286,31 @@ def run_demo(
 
 # The demo's stages, as its pace counts them.
 SINGLEPATH, MULTIPATH = "singlepath", "multipath"
+
+
+@dataclass(frozen=True)
+class DemoPresets:
+    """The demo's two agent classes: a singlepath preset and the multipath preset over it."""
+
+    single: str
+    multi: str
+
+
+def demo_presets(agent: str) -> DemoPresets:
+    """``agent`` and its multipath preset (``VitCpu`` -> ``MultiVitCpu``).
+
+    Raises:
+        ValueError: ``agent`` is no singlepath preset with a multipath preset, naming those.
+    """
+    from munet.config.presets import PRESETS
+
+    usable = [n for n in PRESETS if not n.startswith("Multi") and f"Multi{n}" in PRESETS]
+    if agent not in usable:
+        raise ValueError(
+            f"demo agent {agent!r}: expected a singlepath preset with a multipath preset "
+            f"({', '.join(usable)})"
+        )
+    return DemoPresets(agent, f"Multi{agent}")
 
 
 def multipath_task_count(num_tasks: int, multipath_tasks: int, multipath_cycles: int) -> int:
@@ -308,16 +336,18 @@ def demo_pace(
 
 
 def plan_line(
-    tasks: Sequence[str], cycles: int, workers: int, pace: StagedPace, state_dir: str
+    presets: DemoPresets,
+    tasks: Sequence[str],
+    cycles: int,
+    workers: int,
+    pace: StagedPace,
+    state_dir: str,
 ) -> str:
     """The demo's first line: what it will run, on how many processes, and where."""
-    text = f"demo: {DEMO_AGENT} on {', '.join(tasks)}, {cycles} cycle(s) each"
+    text = f"demo: {presets.single} on {', '.join(tasks)}, {cycles} cycle(s) each"
     if MULTIPATH in pace.done:
         stage = pace.stage(MULTIPATH)
-        text += (
-            f"; then {DEMO_MULTIPATH_AGENT} on the {stage.units} weakest, {stage.rounds} "
-            f"cycle(s) each"
-        )
+        text += f"; then {presets.multi} on the {stage.units} weakest, {stage.rounds} cycle(s) each"
     return (
         f"{text} ({pace.total} agent cycles, {workers} at a time); state in {state_dir}; the "
         f"time left shows once the first agent cycle ends"
@@ -380,6 +410,7 @@ def _run_rounds(
 
 
 def _multipath_stage(
+    presets: DemoPresets,
     store: SystemStore,
     reports: dict[str, RunReport],
     overrides: Sequence[str],
@@ -398,20 +429,20 @@ def _multipath_stage(
         return {}
     tasks = weakest_tasks(reports, count)
     extra = multipath_overrides(overrides)
-    configs = {t: resolve_config(DEMO_MULTIPATH_AGENT, extra, store, t) for t in tasks}
+    configs = {t: resolve_config(presets.multi, extra, store, t) for t in tasks}
     agents = {
         t: make_agent(
             configs[t], t, store, progress=progress, echo=echo, detail=detail, tracker=tracking
         )
         for t in tasks
     }
-    echo(f"multipath stage: {DEMO_MULTIPATH_AGENT} on {', '.join(tasks)}")
+    echo(f"multipath stage: {presets.multi} on {', '.join(tasks)}")
     _run_rounds(
         agents, configs, str(store.root), cycles, workers, echo, pace, MULTIPATH, progress, tracking
     )
     comparison = {}
     for task, agent in agents.items():
-        best = store.load(agent.agent_id, [DEMO_AGENT]).population.get_best_path()
+        best = store.load(agent.agent_id, [presets.single]).population.get_best_path()
         single = reports[task].best
         comparison[task] = {
             "singlepath": float(single.metrics.get("test_quality", float("nan"))),

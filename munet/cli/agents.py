@@ -122,6 +122,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from munet.config import (
         DEFAULT_DEMO_CYCLES,
         DEFAULT_DEMO_STATE_DIR,
+        DEMO_AGENT,
         DEMO_MULTIPATH_TASKS,
         DEMO_TASKS,
     )
@@ -197,8 +198,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "demo",
         help="grow a small multitask system on the CPU (a few minutes)",
         description=(
-            "From an empty state dir: VitCpu's built-in pretrained root model, then agents on "
-            "digits and three generated tasks, cycle by cycle; then multipath agents on the "
+            "From an empty state dir: a CPU preset's built-in pretrained root model, then agents "
+            "on digits and three generated tasks, cycle by cycle; then multipath agents on the "
             "weakest tasks; ends with the leaderboard and multipath vs singlepath. "
             "Rerunning resumes."
         ),
@@ -226,14 +227,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--multipath-tasks",
         type=int,
         default=DEMO_MULTIPATH_TASKS,
-        help="then MultiVitCpu agents on this many of the weakest tasks (default %(default)s; "
-        "0: skip the stage)",
+        help="then the preset's multipath agents on this many of the weakest tasks (default "
+        "%(default)s; 0: skip the stage)",
+    )
+    demo.add_argument(
+        "--agent",
+        default=DEMO_AGENT,
+        help="the singlepath preset (default %(default)s); the multipath stage runs Multi<agent>",
     )
     demo.add_argument(
         "--root",
         default=None,
         choices=["pretrained", "random_init"],
-        help="root model (default: the state dir's, else pretrained where VitCpu ships one)",
+        help="root model (default: the state dir's, else pretrained where the preset ships one)",
     )
     add_config_options(demo)
     _add_verbosity(demo)
@@ -334,5 +340,6 @@ def _demo(args: argparse.Namespace) -> int:
         tracking=tracking_settings(args),
         root_kind=args.root,
         detail=detail_of(args),
+        agent=args.agent,
     )
     return 0

@@ -45,6 +45,10 @@ def test_demo_with_negative_cycles_exits_2_and_writes_nothing(tmp_path, capsys):
     assert "cycles=-1: expected a whole number >= 1" in capsys.readouterr().err
     assert main(["demo", "-d", str(state), "--workers", "0"]) == EXIT_BAD_INPUT
     assert "workers=0" in capsys.readouterr().err
+    # A preset without a multipath preset over it cannot run the demo's second stage.
+    assert main(["demo", "-d", str(state), "--agent", "MultiVitCpu"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "demo agent 'MultiVitCpu': expected a singlepath preset" in err and "VitCpu," in err
     assert not state.exists()
 
 
