@@ -73,7 +73,7 @@ def standard_dense() -> Iterator[None]:
 
 @contextlib.contextmanager
 def sdpa_attention() -> Iterator[None]:
-    """Attention through SDPA at every length, as before munet's explicit form."""
+    """Attention through SDPA at every length (PyTorch's standard form, the alternative)."""
     limit = vit.EXPLICIT_ATTENTION_MAX_TOKENS
     vit.EXPLICIT_ATTENTION_MAX_TOKENS = 0
     try:

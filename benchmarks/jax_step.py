@@ -71,8 +71,8 @@ from munet.models import AssembledVit  # noqa: E402
 from munet.training import resolve_precision  # noqa: E402
 from munet.training.threads import resolve_num_threads  # noqa: E402
 
-# Issue 55's goals, munet / JAX as medians of per-round ratios: at the preset's precision and at
-# fp32 (another precision than the preset's is held to the fp32 goals).
+# The goals (docs/speed.md, Benchmarks), munet / JAX as medians of per-round ratios: at the
+# preset's precision and at fp32 (another precision than the preset's is held to the fp32 goals).
 GOALS = {
     ("preset", "train"): 1.5,
     ("preset", "eval"): 1.2,

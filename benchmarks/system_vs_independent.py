@@ -23,7 +23,7 @@ Every method starts from the same root model, ``--root``: ``random_init`` (the d
 
 Printed per method and task: test accuracy (mean ± standard deviation over seeds), parameters
 added for the task, and per method the total parameters held (the system counts each shared
-component once) and the wall time. Then the issue's two lines::
+component once) and the wall time. Then the two summary lines::
 
     quality ratio: X   (system mean test accuracy / the best baseline's)
     params ratio: Y    (system total parameters / independent total)

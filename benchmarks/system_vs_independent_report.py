@@ -53,9 +53,9 @@ def mean_accuracy(result: dict, method: str) -> float:
 
 
 def ratios(results: Sequence[dict]) -> tuple[float, float]:
-    """(quality ratio, params ratio) as the issue defines them: the system's mean test accuracy
-    over the best baseline's, and the system's total parameters over the independent models'
-    (all means over seeds)."""
+    """(quality ratio, params ratio): the system's mean test accuracy over the best
+    baseline's, and the system's total parameters over the independent models' (all means over
+    seeds)."""
     system = statistics.fmean(mean_accuracy(r, "system") for r in results)
     best = max(
         statistics.fmean(mean_accuracy(r, m) for r in results)

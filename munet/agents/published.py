@@ -181,7 +181,7 @@ def path_model(
     Args:
         path: the path.
         config: the config of the path's agent (its `model` names the ViT size).
-        configs: other agents' configs (unused today: a multipath agent builds its subpaths
+        configs: other agents' configs (not read: a multipath agent builds its subpaths
             with its own config, and so does this).
         hparams: the hparams to build with (default the path's own).
 
@@ -212,7 +212,7 @@ def path_model(
             f"{name}.{tensor}": value for name in names for tensor, value in params[name].items()
         }
         node = {"type": "vit", "arch": arch.to_dict(), "image_size": image_size}
-        if adapters:  # Only then: a path without adapters exports exactly as before.
+        if adapters:  # Only then: a path without adapters exports as a plain ViT.
             node["adapters"] = {str(i): b for i, b in sorted(adapters.items())}
         return node, tensors
     slots = {}

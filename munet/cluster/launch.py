@@ -30,8 +30,8 @@ from munet.cluster.waits import multipath_waits
 from munet.interrupts import Terminated, defer_sigint, interruption_point, resume_sigint
 from munet.progress import bars_enabled, progress_bar, write_line
 
-# import_ray and init_ray were defined here (now munet.cluster.ray_setup): importing them from
-# here still works.
+# import_ray and init_ray live in munet.cluster.ray_setup; they are re-exported here, so
+# importing them from munet.cluster.launch works too.
 __all__ = ["FORWARDED_ENV", "ClusterLostError", "LaunchResult", "import_ray", "init_ray", "launch"]
 
 

@@ -142,14 +142,16 @@ def vit_ti3() -> AgentConfig:
     between validations).
 
     Speed settings (docs/speed.md): ``precision="auto"``, bf16 autocast where the device has
-    native bf16 (CUDA GPUs of compute capability 8+, CPUs with AVX512-BF16/AMX), fp32 elsewhere
-    (emulated bf16 ran at 0.14x fp32 training and 0.45x evaluation on an AVX2-only CPU). On a
-    2-vCPU Xeon with AMX (2026-11-25, load average 3-6 from other work) bf16 trained at
-    1.95-2.14x and evaluated at 1.59-2.48x fp32's speed, and munet at these defaults trained
-    2.3-3.7x and evaluated 1.6-2.8x as fast as the seed's own jitted JAX step on the same
-    model (``benchmarks/jax_step.py``). ``num_threads=0``: the usable cores, with passive
-    OpenMP waiting; there two threads trained 1.19-1.60x as fast as one with two competing
-    busy processes (``benchmarks/train_threads.py``).
+    native bf16 (CUDA GPUs of compute capability 8+, CPUs with AVX512-BF16/AMX), fp32 elsewhere:
+    emulated bf16 trains at 0.14x and evaluates at 0.45x fp32's speed on an AVX2-only CPU, and
+    native bf16 trains at 1.95-2.14x and evaluates at 1.59-2.48x on the 2-vCPU Intel Xeon with
+    AMX, 1.42-1.67x and 1.11-1.55x on the AMD EPYC with AVX-512
+    (``benchmarks/train_throughput.py --precisions fp32,bf16``). At these defaults munet trains
+    2.3-3.7x (Xeon) and 1.82-2.44x (EPYC) and evaluates 1.6-2.8x and 1.49-1.77x as fast as the
+    seed's own jitted JAX step on the same model (``benchmarks/jax_step.py``).
+    ``num_threads=0``: the usable cores, with passive OpenMP waiting; on the Xeon two threads
+    trained 1.19-1.60x as fast as one with two competing busy processes
+    (``benchmarks/train_threads.py``).
     """
     return common_vit_config(
         name="VitT3",

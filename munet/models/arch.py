@@ -304,8 +304,8 @@ class VitArch:
         return self.grid_size(image_size) ** 2 + 1
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON form; `VitArch.from_dict` inverts it. A plain ViT's has no `stem` key
-        (so its form is the same as before hybrids existed)."""
+        """Plain-JSON form; `VitArch.from_dict` inverts it. A plain ViT's has no `stem` key,
+        so a plain ViT's form (in states and exports) carries no hybrid field."""
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "stem"}
         if self.stem is not None:
             data["stem"] = self.stem.to_dict()

@@ -15,7 +15,7 @@ identity for an S x S input). So the preprocessing a user writes is the step eve
 library has: RGB, PIL bilinear resize to the task's storage size (H, W) when the size differs,
 x / 127.5 - 1; onnxruntime then computes munet's logits for any image to float32 rounding
 (`munet.models.export_check` measures it). An input already at S x S (what munet's own
-preprocessing returns) passes through unchanged, as before the resize was in the graph.
+preprocessing returns) passes through unchanged.
 
 The graph is traced from munet's module (`torch.onnx.export`, TorchScript exporter, opset
 17). Writing needs the `onnx` package (the `export` extra).

@@ -47,10 +47,11 @@ class PositionEmbedding(nn.Module):
 
 # Up to this many tokens, attention with munet's tuned CPU kernels (munet.models.cpu_kernels:
 # the AMD EPYC family) runs as two batched matmuls around a softmax: SDPA's per-(image, head)
-# overhead dominates such short sequences there (ViT-Ti/16 at 32 px, 5 tokens: 3.3x faster
-# forward, 2.4x forward and backward; equal at about 65 tokens, SDPA ahead at 197;
-# docs/speed.md). On the Intel Xeon of docs/speed.md an explicit form measured slower than
-# SDPA; other CPUs, other devices and longer sequences use SDPA.
+# overhead dominates such short sequences there (ViT-Ti/16 x3 at 32 px, 5 tokens: the whole
+# model trains 1.15x and evaluates 1.13x as fast in fp32, `python benchmarks/cpu_kernels.py`;
+# for the attention op alone the two forms time equal at about 65 tokens and SDPA leads at 197;
+# docs/speed.md, CPU kernels). On the Intel Xeon of docs/speed.md an explicit form measured
+# slower than SDPA; other CPUs, other devices and longer sequences use SDPA.
 EXPLICIT_ATTENTION_MAX_TOKENS = 64
 
 
@@ -128,9 +129,11 @@ def embed_patches(images: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor
 
     Equals ``conv2d(images, weight, bias, stride=p).flatten(2).transpose(1, 2)`` (tokens
     row-major over the patch grid, like Flax) up to float rounding. Non-overlapping patches
-    make the convolution a plain matmul over flattened patches, which runs 1.3-1.6x (float32)
-    and 1.6-2.4x (bfloat16, forward and backward) faster than PyTorch's convolution kernels
-    at ViT-Ti/16 32 px batch 512 on a CPU (docs/speed.md).
+    make the convolution a plain matmul over flattened patches, faster on a CPU than PyTorch's
+    strided convolution: with it VitT3's model (ViT-Ti/16 x3, 32 px, batch 512) trains 2.26x
+    (bfloat16) and 1.13x (float32) and evaluates 1.43x and 1.02x as fast on the Intel Xeon of
+    docs/speed.md (``python benchmarks/patch_embed.py --rounds 7``); no difference at VitCpu's
+    size.
     """
     batch, channels, height, width = images.shape
     width_out, _, patch, _ = weight.shape

@@ -4,15 +4,16 @@ A recipe (one module in :mod:`munet.pretrain.recipes`, registered in :data:`KIND
 classes from a seed, every class *is* its formula, and renders the figures of a batch of
 classes, vectorised over the batch, on any torch device; this module colours them. The one
 recipe is ``fractal``: FractalDB iterated function systems (2-4 affine maps), the recipe of
-every shipped root. (The recipes tried beside it, ``fractal_ex``, ``contours``,
-``contours_ex``, ``noise`` and ``+`` mixes, shipped in no root and were removed: their runs
-are in experiments/pretrain_log.md, their code in git history.)
+every shipped root. (The other recipes measured beside it, ``fractal_ex``, ``contours``,
+``contours_ex``, ``noise`` and ``+`` mixes, made no shipped root, so munet does not carry
+them: their runs are in experiments/pretrain_log.md, their code in git history.)
 
 **Several instances per image** (``instances`` K > 1, the multi-instance images of the
 formula-driven detection work): an image shows 1 to K instances of its class, each drawn anew
 (its own zoom, shift and flip), shrunk by a factor in [0.7, 1] / sqrt(count) and placed at
 random, overlapping where they meet, in one colour. The count is uniform in 1..K per image.
-K = 1 renders exactly as before (bit for bit).
+K = 1 renders one instance per image, the stream of the single-instance roots, bit for bit
+(pinned in tests/pretrain/generator_streams.json).
 
 Nothing here reads or resembles an evaluation task: no dataset, no digits, no shapes on a
 background, no sprites, no rendered solids (these modules import nothing from munet outside

@@ -11,9 +11,12 @@ changes only the speed, never the weights. Two places:
 - ``process``: a spawned process (one torch thread) renders ahead into a ring of shared-memory
   slots; the training process only copies a finished batch out. CPU only.
 
-Measured on 2 vCPUs (docs/pretrain.md, Speed): with every core training (the default thread
-count) the process is about 5% faster; with a core left free (``--threads 1``) both reach 0.97
-of a loop over pre-rendered batches, the thread by 1-5% ahead.
+On 2 vCPUs (``python benchmarks/pretrain_throughput.py --agent VitCpu --steps 100 --rounds 3
+[--threads 1]``, which times both in the same rounds; the figures, for a recipe mix munet
+pretrain does not offer, are in experiments/pretrain_history.md): with every core training
+(the default thread count) the process is about 5% faster; with a core left free
+(``--threads 1``) both reach 0.97 of a loop over pre-rendered batches, the thread by 1-5%
+ahead.
 
 ``auto`` (the default) is ``process`` on a CPU and ``thread`` on a GPU, and ``thread`` for a
 session of under ``PROCESS_MIN_STEPS`` steps (a smoke run or a test), where starting the process

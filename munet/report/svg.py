@@ -42,7 +42,7 @@ def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
 
 
 # Notes (levels off the axis) sit on lines of their own between the title and the plot area,
-# never over it: a learning curve climbs to the top right, where a corner note used to sit.
+# never over it: a learning curve climbs to the top right, where a corner note would hide it.
 NOTE_LINE = 13  # px per note line (10 px text: 9 px above its baseline, 2 below, leading).
 NOTE_GAP = 5  # px between the last note line and the plot area (room for a marker's radius).
 NOTE_CHAR = 6.2  # px, a wide estimate of a 10 px character, to break lines that fit.

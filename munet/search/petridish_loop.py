@@ -44,7 +44,8 @@ from .petridish_pool import LoopReport, PoolPoint, sample_parent
 from .petridish_settings import EXTENDABLE, PetridishSettings, stop_reason
 from .run_state import load_run_state, refuse_existing_state, save_run_state
 
-# The settings and pool records were defined here: importing them from here still works.
+# The settings and pool records live in .petridish_settings and .petridish_pool; they are
+# re-exported here, so importing them from this module works too.
 __all__ = [
     "EXTENDABLE",
     "LoopReport",

@@ -16,12 +16,12 @@ from munet.tasks.batch import Batch
 from munet.tasks.sources.base import MAX_NUM_CLASSES, SPLITS, Source
 
 # Intra-op threads for preprocessing; None follows the caller's `torch.set_num_threads`.
-# Measured on an idle 2-core machine (benchmarks/data_throughput.py, batch 512, 32 px): the
-# pipeline runs 1.8x faster on 2 threads than on 1, so pinning it to one thread while training
-# uses two starved it (ratio 2.97 instead of 5.2). Under heavy contention its dozens of small
-# kernels lose to OpenMP oversubscription instead: set the process to 1 thread there (the
-# VitCpu preset does), or set this to 1 to pin preprocessing alone. Overlap preprocessing
-# with training through `munet.tasks.prefetch`.
+# On an idle 2-core machine (benchmarks/data_throughput.py, batch 512, 32 px; docs/tasks.md,
+# Throughput) the pipeline runs 1.8x faster on 2 threads than on 1, so pinning it to one thread
+# while training uses two starves it (ratio 2.97 instead of 5.37). Under heavy contention its
+# dozens of small kernels lose to OpenMP oversubscription instead: set the process to 1 thread
+# there (the VitCpu preset does), or set this to 1 to pin preprocessing alone. Overlap
+# preprocessing with training through `munet.tasks.prefetch`.
 PREPROCESS_THREADS: int | None = None
 
 

@@ -6,7 +6,8 @@ gradients, the loss (computed from float32 logits) and the optimizer's maths sta
 ``fp32`` runs everything in float32. ``auto`` picks ``bf16`` where the device computes
 bfloat16 natively (a CUDA GPU of compute capability 8.0 or more; a CPU with AVX512-BF16 or AMX
 tiles, or an Arm CPU with the BF16 extension) and ``fp32`` elsewhere: emulated bfloat16 is
-slower than float32 (measured 0.3x on an AVX2-only CPU, see docs/speed.md).
+much slower than float32 (on an AVX2-only CPU it trained at 0.14-0.18x float32's speed,
+``python benchmarks/train_throughput.py --precisions fp32,bf16``; docs/speed.md).
 
 The precision is an agent config field (``precision``), saved with every state; the resolved
 one is what :func:`resolve_precision` returns for a device.
