@@ -44,7 +44,7 @@ def vit_cpu() -> AgentConfig:
     four tasks in about 4 minutes on 2 cores (measured: 234 s on a shared 2-core machine).
 
     Speed settings (docs/speed.md): ``precision="fp32"``: at this size bf16 trains slower even
-    on a CPU with native bf16 (0.46-0.48x fp32 on a Xeon with AMX, 2026-11-25; evaluation 1.6x,
+    on a CPU with native bf16 (0.46-0.48x fp32 on a Xeon with AMX; evaluation 1.6x,
     a small share of a cycle), and runs at 0.18x where it is emulated (AVX2-only CPU).
     ``num_threads=1``: never slower than one thread by construction; two threads with passive
     OpenMP waiting trained at 0.62x one thread on that Xeon with two busy processes (4.3x on
