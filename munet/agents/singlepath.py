@@ -40,6 +40,7 @@ from munet.agents.reports import (  # noqa: F401  (re-exported: the public home 
 )
 from munet.agents.reuse import ComponentChoice, choose_component
 from munet.agents.selection import select_parent
+from munet.agents.shared_images import path_saw_test_images_of
 from munet.config import AgentConfig
 from munet.models import (
     AssembledVit,
@@ -53,7 +54,6 @@ from munet.models import (
 )
 from munet.models.adapted_vit import AssembledAdaptedVit, adapter_block_index, adapter_name
 from munet.system import Component, Path, Population, SystemStore
-from munet.tasks.overlap import path_saw_test_images_of
 
 # Mutation, selection and reuse decisions: shown by `munet run -v` (munet.cli.agents).
 log = logging.getLogger(DECISIONS_LOGGER)

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from munet.agents.reports import AgentError
+from munet.agents.shared_images import path_saw_test_images_of, saw_test_images_of
 from munet.system import Path, Population, format_agent_id
 from munet.system.naming import ROOT_MODEL_TASK_PREFIX
-from munet.tasks.overlap import path_saw_test_images_of, saw_test_images_of
 
 MAIN_PATH = "path_0"
 # VTAB-1k tasks are left out of the subpaths drawn at random (the seed's rule).

@@ -2,8 +2,9 @@
 other's paths: a path of one has trained on test images of the other."""
 
 from munet.agents import singlepath
+from munet.agents.shared_images import saw_test_images_of
 from munet.agents.subpath_choice import may_draw
-from munet.tasks.overlap import saw_test_images_of, share_images
+from munet.tasks.overlap import share_images
 
 
 def test_digits_and_its_1k_version_share_images_and_other_pairs_do_not():
