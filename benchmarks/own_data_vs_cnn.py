@@ -22,10 +22,11 @@ it selected that path on them, so it reads high), and::
 
     ratio: R   (munet held-out accuracy / the CNN's)
 
-Run: ``python benchmarks/own_data_vs_cnn.py [--root pretrained]`` (about 10 minutes on a busy
-2-core machine); ``--quick``: a tiny smoke test. ``--agent VitT3`` runs the paper's smallest
-preset instead, at the CPU path shape ``munet benchmark --agent VitT3`` gives it
-(munet.benchmark.plan.AGENT_OVERRIDES, passed as ``--set``s before yours).
+Run: ``python benchmarks/own_data_vs_cnn.py --seed S`` (the benchmark's default preset,
+``munet.benchmark.plan.PRESET``, from its built-in root; about 5 minutes on a 2-core machine);
+``--quick``: a tiny smoke test. ``--agent VitCpu`` runs the patchify CPU preset, ``--agent
+VitT3`` the paper's smallest preset, at the CPU path shape ``munet benchmark --agent VitT3``
+gives it (munet.benchmark.plan.AGENT_OVERRIDES, passed as ``--set``s before yours).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from root_source import resolve_root  # noqa: E402
 
 from munet.benchmark.cnn import small_cnn  # noqa: E402
-from munet.benchmark.plan import AGENT_OVERRIDES  # noqa: E402
+from munet.benchmark.plan import AGENT_OVERRIDES, PRESET  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CLASSES = ("circle", "square", "triangle", "star", "cross")
@@ -264,9 +265,12 @@ def run_cnn(
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--root", default="random_init", help="random_init, pretrained or FILE")
     parser.add_argument(
-        "--agent", default="VitCpu", choices=list(AGENT_OVERRIDES), help="default VitCpu"
+        "--root", default="pretrained", help="pretrained (default: what `munet root` gives), "
+        "random_init or FILE"
+    )  # fmt: skip
+    parser.add_argument(
+        "--agent", default=PRESET, choices=list(AGENT_OVERRIDES), help=f"default {PRESET}"
     )
     parser.add_argument("--per-class", type=int, default=300, help="training images per class")
     parser.add_argument("--held-out", type=int, default=50, help="held-out images per class")

@@ -5,8 +5,8 @@ One import path for users::
     import munet
 
     store = munet.SystemStore("state/mine")
-    config = munet.get_preset("VitCpu")
-    munet.create_root_model(config, store)  # VitCpu's built-in pretrained root, as `munet root`
+    config = munet.get_preset("VitCpuHybrid")  # munet's CPU preset
+    munet.create_root_model(config, store)  # its built-in pretrained root, as `munet root`
     munet.SinglepathAgent(config, "digits", store).run(num_cycles=2)
 
 Everything else is importable from its subpackage (`munet.models`, `munet.tasks`,

@@ -1,16 +1,16 @@
 """What a benchmark run is: its settings (methods, tasks, seeds, budget) and each task's
 train-step budget, which every method spends in full.
 
-The budget: ``--steps`` train steps per task, rounded to whole agent paths. A ``VitCpu`` path
-trains ``num_validations_per_path_training`` intervals of ``I`` steps (``I``: the task's train
-batches between validations), ``P`` steps in all; a task's budget is ``N * P`` with
-``N = max(2, round(steps / P))``. Fine-tuning, the linear probe, adapters and the CNN train
-``N * P`` steps, validating every ``I`` steps. The system samples ``S = K * N`` paths for the
-task: ``S - M`` singlepath paths (one cycle of its ``VitCpu`` agent) and ``M = max(1, S // 4)``
-multipath paths (one cycle of its ``MultiVitCpu`` agent), ``P`` steps each. ``K``
-(``--system-budget``) is 1 for the papers' comparison at equal steps; a larger ``K`` gives the
-system ``K`` times the baselines' steps, as the µNet papers' evolved systems spent more compute
-per task than their fine-tuning baselines.
+The budget: ``--steps`` train steps per task, rounded to whole agent paths. A path (the CPU
+presets' path shape) trains ``num_validations_per_path_training`` intervals of ``I`` steps
+(``I``: the task's train batches between validations), ``P`` steps in all; a task's budget is
+``N * P`` with ``N = max(2, round(steps / P))``. Fine-tuning, the linear probe, adapters and
+the CNN train ``N * P`` steps, validating every ``I`` steps. The system samples ``S = K * N``
+paths for the task: ``S - M`` singlepath paths (one cycle of its ``--agent`` agent,
+:data:`PRESET` by default) and ``M = max(1, S // 4)`` multipath paths (one cycle of its
+``Multi`` agent), ``P`` steps each. ``K`` (``--system-budget``) is 1 for the papers' comparison
+at equal steps; a larger ``K`` gives the system ``K`` times the baselines' steps, as the µNet
+papers' evolved systems spent more compute per task than their fine-tuning baselines.
 """
 
 from __future__ import annotations
@@ -25,10 +25,13 @@ from munet.hints import did_you_mean
 
 METHODS = ("system", "finetune", "linear", "adapters", "cnn")
 BASELINE = "finetune"
-PRESET = "VitCpu"
+# The default agent: munet's CPU preset (the hybrid ViT with AdamW; chosen on validation,
+# experiments/hybrid_cpu/README.md). VitCpu, the patchify preset, stays available by name.
+PRESET = "VitCpuHybrid"
 # The path shape every agent runs at in the benchmark: VitCpu's own (batch 32, 4 validations of
 # up to 1,024 examples a path, 256 validation examples, population 3, one thread, finalists
-# rescored), read from its preset so the two cannot drift apart.
+# rescored; VitCpuHybrid's by construction), read from its preset so the two cannot drift apart.
+CPU_PATH_SHAPE_PRESET = "VitCpu"
 PATH_SHAPE_KEYS = (
     "batch_size",
     "num_train_examples_between_validations_max",
@@ -45,7 +48,7 @@ PATH_SHAPE_KEYS = (
 def _path_shape() -> tuple[str, ...]:
     from munet.config import get_preset
 
-    cpu = get_preset(PRESET)
+    cpu = get_preset(CPU_PATH_SHAPE_PRESET)
     return tuple(f"{key}={json.dumps(getattr(cpu, key))}" for key in PATH_SHAPE_KEYS)
 
 
@@ -82,7 +85,7 @@ class _MadeOnFirstRead(Mapping[str, tuple[str, ...]]):
 # the same. Its lr stays the seed's 0.02 (a pretrained root); VitCpu's 0.1 was set for
 # training from scratch.
 AGENT_OVERRIDES: Mapping[str, tuple[str, ...]] = _MadeOnFirstRead({
-    PRESET: lambda: (),
+    "VitCpu": lambda: (),
     # VitCpu's path shape by construction (munet.config.presets.vit_cpu_hybrid).
     "VitCpuHybrid": lambda: (),
     "VitT3": lambda: (

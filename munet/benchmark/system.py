@@ -1,6 +1,6 @@
-"""The µNet system of one seed: singlepath agents (``VitCpu`` unless ``--agent``) over every
-suite task in sequence on one store (from the preset's built-in pretrained root), then one
-multipath agent (``MultiVitCpu``) per task; one cell per task.
+"""The µNet system of one seed: singlepath agents (``--agent``, munet.benchmark.plan.PRESET by
+default) over every suite task in sequence on one store (from the preset's built-in pretrained
+root), then one multipath agent (the preset's ``Multi`` one) per task; one cell per task.
 
 Each task's agents spend the task's budget (munet.benchmark.plan): one singlepath cycle of
 ``N - M`` paths and one multipath cycle of ``M`` paths, ``P`` train steps per path. The task's

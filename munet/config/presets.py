@@ -184,13 +184,14 @@ def multi_vit_cpu() -> AgentConfig:
     return multipath_config(vit_cpu())
 
 
-# `munet demo`: the VitCpu preset on these tasks, cycle by cycle (see munet.agents.demo).
-DEMO_AGENT = "VitCpu"
+# `munet demo`: munet's CPU preset on these tasks, cycle by cycle (see munet.agents.demo): the
+# hybrid, chosen over VitCpu on validation (experiments/hybrid_cpu/README.md).
+DEMO_AGENT = "VitCpuHybrid"
 DEMO_TASKS = ("digits", "synth/shape", "synth/color", "synth/count")
 DEFAULT_DEMO_STATE_DIR = "state/demo"
 DEFAULT_DEMO_CYCLES = 2
-# Then MultiVitCpu agents on the demo's weakest tasks (lowest singlepath validation quality).
-DEMO_MULTIPATH_AGENT = "MultiVitCpu"
+# Then multipath agents over its paths (Multi<DEMO_AGENT>) on the demo's weakest tasks (lowest
+# singlepath validation quality).
 DEMO_MULTIPATH_TASKS = 2
 DEMO_MULTIPATH_CYCLES = 1
 

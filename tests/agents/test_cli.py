@@ -113,19 +113,20 @@ def test_bad_input_is_a_clear_error_and_does_no_work(tmp_path, capsys, argv, mes
 
 @pytest.mark.parametrize("workers", ["1", pytest.param("2", marks=pytest.mark.slow)])
 def test_demo_runs_and_resumes(tmp_path, capsys, workers):
+    """The demo's default preset (VitCpuHybrid, tiny) and its multipath preset."""
     state = str(tmp_path / "demo")
     argv = ["demo", "-d", state, "--cycles", "1", "--task", "digits", "--task", "synth/color"]
     argv += ["--workers", workers, *SETS]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "VitCpu~synth~color" in out and "State: " in out
+    assert "VitCpuHybrid~synth~color" in out and "State: " in out
     assert "shares components of:" in out
     # The multipath stage on the weakest tasks, compared with singlepath.
-    assert "multipath stage: MultiVitCpu on" in out
-    assert out.count("beat singlepath") == 2 and "MultiVitCpu~digits" in out
+    assert "multipath stage: MultiVitCpuHybrid on" in out
+    assert out.count("beat singlepath") == 2 and "MultiVitCpuHybrid~digits" in out
     if workers == "1":
         # One line per generation, in this process (the per-path detail is -v's).
-        assert "VitCpu~digits: cycle 1/1 gen 2/2:" in out and "generation [" not in out
+        assert "VitCpuHybrid~digits: cycle 1/1 gen 2/2:" in out and "generation [" not in out
     else:
         assert "running 2 agents, 2 at a time" in out
         assert "digits         cycle 1/1 done" in out

@@ -188,4 +188,7 @@ def test_the_agent_is_part_of_a_benchmarks_configuration():
     t3 = make_settings(tasks=["digits"], seeds=[0], preset="VitT3")
     assert Settings.from_dict(t3.to_dict()) == t3
     cpu = make_settings(tasks=["digits"], seeds=[0])
-    assert settings_mismatch(cpu.to_dict(), t3.to_dict()) == "preset 'VitCpu' there, 'VitT3' now"
+    assert cpu.preset == "VitCpuHybrid"  # munet's CPU default
+    assert (
+        settings_mismatch(cpu.to_dict(), t3.to_dict()) == "preset 'VitCpuHybrid' there, 'VitT3' now"
+    )

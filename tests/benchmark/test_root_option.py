@@ -33,7 +33,8 @@ def _stored_root(out):
 
 def test_every_method_starts_from_the_root_file(tmp_path, tiny_overrides, candidate_root):
     settings = make_settings(methods=["linear"], tasks=["digits"], seeds=[0], steps=8,
-                             overrides=tiny_overrides, root=str(candidate_root))  # fmt: skip
+                             overrides=tiny_overrides, root=str(candidate_root),
+                             preset="VitCpu")  # fmt: skip
     assert settings.root_kind == "checkpoint" and len(settings.root_sha256) == 64
     out = tmp_path / "out"
     assert run_benchmark(settings, out, echo=lambda _: None).ran == 1
