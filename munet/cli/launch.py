@@ -62,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="none",
         help="create the root model of each singlepath class of the launch that has none: "
         "default (as `munet root` would: pretrained where the preset ships a root, e.g. "
-        "VitCpu), pretrained or random_init (default: none; create it with `munet root`)",
+        "VitCpuHybrid), pretrained or random_init (default: none; create it with `munet root`)",
     )
     parser.add_argument(
         "--max-retries", type=int, default=3, help="reruns of an agent whose worker died"

@@ -21,7 +21,8 @@ from munet.hints import did_you_mean
 
 
 def vit_cpu() -> AgentConfig:
-    """``VitCpu``: a tiny ViT for quick runs on a laptop CPU (the demo and the tests).
+    """``VitCpu``: a tiny patchify ViT for quick runs on a laptop CPU (the tests; ``VitCpuHybrid``
+    is munet's CPU default).
 
     Same algorithm and hyperparameter search space as the paper's presets, scaled down: the
     4-block, 64-wide ``mu/4`` ViT (4x4 patches) on 8-24 px images (default 24), batches of 32,
@@ -170,7 +171,7 @@ def multi_vit_cpu_hybrid() -> AgentConfig:
 
 
 def multi_vit_cpu() -> AgentConfig:
-    """``MultiVitCpu``: multipath agent over ``VitCpu`` paths, for CPU runs (demo, tests).
+    """``MultiVitCpu``: multipath agent over ``VitCpu`` paths, for CPU runs (tests).
 
     Run on a system grown by ``VitCpu`` agents, one of them on the same task::
 
