@@ -33,10 +33,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from root_source import resolve_root  # noqa: E402
 from system_vs_independent_jobs import baseline_job  # noqa: E402
 
-from munet.config import DEMO_AGENT, apply_overrides, get_preset  # noqa: E402
+from munet.config import apply_overrides, get_preset  # noqa: E402
 from munet.tasks.sources.synth import SYNTH_TASKS  # noqa: E402
 
 TASKS = ("digits", *SYNTH_TASKS)
+# The preset of its recorded figures (VitCpu), fixed so munet's CPU default can change.
+DEMO_AGENT = "VitCpu"
 QUICK_OVERRIDES = [
     "batch_size=8",
     "num_train_examples_between_validations_max=16",

@@ -100,7 +100,7 @@ def test_the_wheel_holds_every_module_and_the_package_data(built_wheel):
     missing = sorted(_source_files(source) - members)
     assert missing == [], f"files of munet/ not in the wheel: {missing}"
     # The built-in roots munet loads by path beside munet/pretrain/roots.py (package data).
-    for preset in ("VitCpu", "VitT3"):
+    for preset in ("VitCpuHybrid", "VitCpu", "VitT3"):
         assert f"munet/pretrain/roots/{preset}.safetensors" in members
         assert f"munet/pretrain/roots/{preset}.json" in members
     assert f"\nName: {DISTRIBUTION}\n" in metadata
@@ -164,7 +164,7 @@ def test_the_wheel_installs_in_a_fresh_venv_and_runs(built_wheel, tmp_path):
     assert Path(seen["file"]) == package / "__init__.py"  # the wheel's copy, not the checkout's
     assert seen["version"] == munet.__version__
     shipped = sorted(p.stem for p in (source / "munet/pretrain/roots").glob("*.json"))
-    assert seen["roots"] == shipped == ["VitCpu", "VitT3"]
+    assert seen["roots"] == shipped == ["VitCpu", "VitCpuHybrid", "VitT3"]
     # The package data at work: the built-in root read from the installed package, its sha256
     # checked against its card (munet.agents.root), through the installed command.
     done = run(str(command), "root", "--agent", "VitCpu", "-d", str(tmp_path / "state"))

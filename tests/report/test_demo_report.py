@@ -12,4 +12,4 @@ def test_demo_ends_with_the_report(tmp_path):
         f"`munet report -d {state} --watch 30`)"
     )
     html = (state / "report.html").read_text()
-    assert '<section id="leaderboard">' in html and "VitCpu~digits" in html
+    assert '<section id="leaderboard">' in html and "VitCpuHybrid~digits" in html
