@@ -24,7 +24,7 @@ def root_tensors(state_dir, config, kind):
 
 def test_shipped_roots_match_their_cards():
     shipped = builtin_roots()
-    assert {"VitCpu", "VitT3"} <= set(shipped)
+    assert {"VitCpuHybrid", "VitCpu", "VitT3"} <= set(shipped)
     for name, root in shipped.items():
         verify_root(root)  # sha256 of the file == the card's
         card = root.card()
