@@ -13,11 +13,11 @@ from munet.system import SystemStore
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
-def root_tensors(state_dir: Path) -> dict[str, dict[str, torch.Tensor]]:
-    """{component name: tensors} of the only root model in ``state_dir``."""
+def root_tensors(state_dir: Path, preset: str) -> dict[str, dict[str, torch.Tensor]]:
+    """{component name: tensors} of the only root model of ``preset`` in ``state_dir``."""
     store = SystemStore(str(state_dir))
-    (root_id,) = store.agent_ids(["VitCpu"])
-    population = store.load(root_id, ["VitCpu"]).population
+    (root_id,) = store.agent_ids([preset])
+    population = store.load(root_id, [preset]).population
     (path,) = population.own_paths
     return {c.name: dict(c.tensors) for c in path.components}
 
@@ -28,16 +28,19 @@ def test_the_readme_snippet_builds_the_root_the_cli_builds(tmp_path, capsys):
     root_line = next(line for line in snippet.splitlines() if "create_root_model" in line)
     assert root_line.strip().startswith("munet.create_root_model(config, store)")
 
-    assert main(["root", "--agent", "VitCpu", "-d", str(tmp_path / "cli"), "-q"]) == 0
-    assert "VitCpu~root_model~pretrained" in capsys.readouterr().out
+    # The preset the snippet uses (munet's CPU default).
+    (preset,) = re.findall(r'config = munet\.get_preset\("(\w+)"\)', snippet)
+    assert preset == "VitCpuHybrid"
+    assert main(["root", "--agent", preset, "-d", str(tmp_path / "cli"), "-q"]) == 0
+    assert f"{preset}~root_model~pretrained" in capsys.readouterr().out
     # The snippet's first lines, as written (the agent runs after them are left out).
     store = munet.SystemStore(str(tmp_path / "api"))
-    config = munet.get_preset("VitCpu")
+    config = munet.get_preset(preset)
     path = munet.create_root_model(config, store)
     assert munet.default_root_kind(config) == "pretrained"
-    assert path.full_id.startswith("VitCpu~root_model~pretrained")
+    assert path.full_id.startswith(f"{preset}~root_model~pretrained")
 
-    cli, api = root_tensors(tmp_path / "cli"), root_tensors(tmp_path / "api")
+    cli, api = root_tensors(tmp_path / "cli", preset), root_tensors(tmp_path / "api", preset)
     assert cli.keys() == api.keys() and len(cli) > 3
     for name in cli:
         assert cli[name].keys() == api[name].keys()
