@@ -141,9 +141,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             # The presets munet.agents.root.default_root_kind starts from their built-in root
             # (tests/cli/test_help_defaults.py checks the list; --help imports no torch).
             "pretrained (the preset's built-in root; the default of VitCpuHybrid, VitCpu and "
-            "VitT3, which ship one), random_init (the default elsewhere), or checkpoint (needs --set "
-            "checkpoint_path=PATH: an augreg .npz, a .safetensors or .pth/.bin state dict, or a "
-            "Hugging Face save_pretrained folder)"
+            "VitT3, which ship one), random_init (the default elsewhere), or checkpoint (needs "
+            "--set checkpoint_path=PATH: an augreg .npz, a .safetensors or .pth/.bin state dict, "
+            "or a Hugging Face save_pretrained folder)"
         ),
     )
     add_common_options(root)
