@@ -66,8 +66,7 @@ from munet.config import apply_overrides, get_preset  # noqa: E402
 from munet.tasks.sources.synth import SYNTH_TASKS  # noqa: E402
 
 TASKS = ("digits", *SYNTH_TASKS)
-# The preset its recorded results used (docs/results/system_vs_independent), named here so
-# that munet's CPU default can change without changing what this script measures.
+# The preset of its recorded results (docs/results/system_vs_independent), not the demo's.
 DEMO_AGENT, DEMO_MULTIPATH_AGENT = "VitCpu", "MultiVitCpu"
 # The tests' tiny VitCpu (tests/agents/conftest.py): a few steps of a 1-2 block ViT.
 QUICK_OVERRIDES = [
@@ -234,7 +233,7 @@ def run_system(
         multipath_tasks=len(args.tasks),
         multipath_cycles=args.multipath_cycles,
         root_kind=root.kind,
-        agent=DEMO_AGENT,
+        preset=DEMO_AGENT,
     )
     wall = time.perf_counter() - start
     store = SystemStore(state_dir)

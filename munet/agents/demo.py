@@ -1,6 +1,6 @@
 """``munet demo``: a small multitask system grown from scratch on a laptop CPU.
 
-A CPU preset's built-in pretrained root model (``DEMO_AGENT`` unless ``agent``; random-init
+A CPU preset's built-in pretrained root model (``DEMO_AGENT`` unless ``preset``; random-init
 with ``root_kind="random_init"``, or where the preset ships none), then one singlepath agent per
 task (the embedded ``digits`` and three generated ``synth/*`` tasks) run in rounds, one cycle of
 every agent per round, so each cycle sees the paths the other agents published before it.
@@ -24,6 +24,7 @@ from typing import Any
 
 from munet.agents.class_evaluation import best_paths_class_metrics
 from munet.agents.cycle import Agent
+from munet.agents.demo_summary import echo_multipath_comparison, echo_sharing
 from munet.agents.reports import RunReport
 from munet.agents.root import create_root_model, default_root_kind, existing_root_kind
 from munet.agents.runner import leaderboard_rows, make_agent, resolve_config
@@ -36,6 +37,7 @@ from munet.config import (
     DEMO_TASKS,
     AgentConfig,
 )
+from munet.config.presets import PRESETS, multipath_name
 from munet.cpus import usable_cpu_count
 from munet.progress import bars_enabled, progress_bar, status_source, write_line
 from munet.report.html import write_report
@@ -44,24 +46,6 @@ from munet.staged_pace import Stage, StagedPace
 from munet.system import SystemStore
 from munet.tracking import TrackingSettings
 from munet.workers import WorkerPool
-
-
-def cross_task_reuse(store: SystemStore, agent_id: str) -> dict[str, int]:
-    """How many of the agent's sampled paths (its whole history) took components shared or
-    cloned from each other non-root agent; the count of sampled paths is under key ``""``."""
-    counts: dict[str, int] = {"": 0}
-    for row in store.read_path_history(agent_id):
-        counts[""] += 1
-        sources = set()
-        for group in (row.get("metrics.reuse") or "").split("; "):
-            verb, _, rest = group.partition(" from ")
-            source = rest.partition(":")[0]
-            if verb in ("shared", "cloned") and source and source != agent_id:
-                if "~root_model~" not in source:
-                    sources.add(source)
-        for source in sources:
-            counts[source] = counts.get(source, 0) + 1
-    return counts
 
 
 @dataclass
@@ -151,7 +135,7 @@ def run_demo(
     tracking: TrackingSettings | None = None,
     root_kind: str | None = None,
     detail: str = "generation",
-    agent: str = DEMO_AGENT,
+    preset: str = DEMO_AGENT,
 ) -> DemoResult:
     """Runs (or resumes) the demo and prints its summary through ``echo``.
 
@@ -173,7 +157,7 @@ def run_demo(
             takes a ``checkpoint_path=FILE`` override (munet.agents.root).
         detail: the agents' lines with one worker (``munet.agents.options.RunOptions``):
             ``generation`` (one per generation), ``full`` (every sampled path) or ``cycle``.
-        agent: the singlepath preset; the multipath stage runs its ``Multi`` preset.
+        preset: the singlepath preset; the multipath stage runs its ``Multi`` preset.
 
     Raises:
         munet.config.ConfigError / ValueError: bad override, task or count (cycles < 1,
@@ -187,14 +171,14 @@ def run_demo(
     ):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise ValueError(f"{name}={value!r}: expected a whole number >= {least}")
-    presets = demo_presets(agent)
+    check_demo_agent(preset)
     start = time.perf_counter()
     tasks = list(dict.fromkeys(tasks))  # One agent per task: a task given twice runs once.
     store = SystemStore(str(state_dir))
     workers = default_workers(len(tasks)) if workers is None else workers
     pace = demo_pace(len(tasks), cycles, workers, multipath_tasks, multipath_cycles)
-    echo(plan_line(presets, tasks, cycles, workers, pace, str(state_dir)))
-    configs = {task: resolve_config(presets.single, overrides, store, task) for task in tasks}
+    echo(plan_line(preset, tasks, cycles, workers, pace, str(state_dir)))
+    configs = {task: resolve_config(preset, overrides, store, task) for task in tasks}
     # Built here (in the parent) so a bad task is an error before any work.
     agents = {
         task: make_agent(
@@ -208,7 +192,7 @@ def run_demo(
         )
         for task in tasks
     }
-    root_config = resolve_config(presets.single, overrides)
+    root_config = resolve_config(preset, overrides)
     if root_kind is None:
         root_kind = existing_root_kind(root_config, store) or default_root_kind(root_config)
     root = create_root_model(root_config, store, root_kind)
@@ -223,11 +207,11 @@ def run_demo(
         )  # fmt: skip
         reports = {}
         for task, agent in agents.items():
-            loaded = store.load(agent.agent_id, [presets.single])
+            loaded = store.load(agent.agent_id, [preset])
             best = loaded.population.get_best_path()
             reports[task] = RunReport(agent.agent_id, loaded.cycle, [], best)
         comparison = _multipath_stage(
-            presets,
+            preset,
             store,
             reports,
             overrides,
@@ -240,36 +224,14 @@ def run_demo(
             tracking,
             detail,
         )
-    rows = leaderboard_rows(store, [presets.single, presets.multi])
+    rows = leaderboard_rows(store, [preset, multipath_name(preset)])
     seconds = time.perf_counter() - start
     echo("")
     echo(format_leaderboard(rows))
     echo("")
-    echo("Reuse across tasks (sampled paths that took components of other tasks' paths):")
-    for task, agent in agents.items():
-        counts = cross_task_reuse(store, agent.agent_id)
-        sampled = counts.pop("", 0)
-        sources = ", ".join(f"{source} ({n})" for source, n in sorted(counts.items()))
-        echo(f"  {task:<14} {sampled} paths sampled; from: {sources or '(none)'}")
-    echo("")
-    echo("Components each task's best path reuses from the system:")
-    for task, report in reports.items():
-        best = report.best
-        if best is None:
-            continue
-        owners = sorted({c.agent_id for c in best.comps_only() if c.agent_id != best.agent_id})
-        echo(f"  {task:<14} test quality {best.metrics.get('test_quality', float('nan')):.4f}")
-        echo(f"    shares components of: {', '.join(owners) if owners else '(none)'}")
-        echo(f"    sampled as: {best.metrics.get('reuse', '')}")
+    echo_sharing(store, {task: agent.agent_id for task, agent in agents.items()}, reports, echo)
     if comparison:
-        echo("")
-        echo(f"Multipath stage ({presets.multi} on the weakest tasks), test quality:")
-        for task, result in comparison.items():
-            verdict = "beat" if result["multipath"] > result["singlepath"] else "did not beat"
-            echo(
-                f"  {task:<14} multipath {result['multipath']:.4f} {verdict} singlepath "
-                f"{result['singlepath']:.4f}; routes through {result['paths']}"
-            )
+        echo_multipath_comparison(comparison, multipath_name(preset), echo)
     echo("")
     echo(f"State: {store.root} (rerun to resume or continue; `munet leaderboard -d {state_dir}`)")
     echo(f"Demo time: {seconds:.0f}s")
@@ -288,29 +250,15 @@ def run_demo(
 SINGLEPATH, MULTIPATH = "singlepath", "multipath"
 
 
-@dataclass(frozen=True)
-class DemoPresets:
-    """The demo's two agent classes: a singlepath preset and the multipath preset over it."""
-
-    single: str
-    multi: str
-
-
-def demo_presets(agent: str) -> DemoPresets:
-    """``agent`` and its multipath preset (``VitCpu`` -> ``MultiVitCpu``).
-
-    Raises:
-        ValueError: ``agent`` is no singlepath preset with a multipath preset, naming those.
-    """
-    from munet.config.presets import PRESETS
-
-    usable = [n for n in PRESETS if not n.startswith("Multi") and f"Multi{n}" in PRESETS]
-    if agent not in usable:
+def check_demo_agent(preset: str) -> None:
+    """Raises ValueError unless ``preset`` is a singlepath preset with a multipath preset over
+    it (the demo's second stage runs that one), naming those that are."""
+    usable = [n for n in PRESETS if multipath_name(n) in PRESETS]
+    if preset not in usable:
         raise ValueError(
-            f"demo agent {agent!r}: expected a singlepath preset with a multipath preset "
+            f"demo agent {preset!r}: expected a singlepath preset with a multipath preset "
             f"({', '.join(usable)})"
         )
-    return DemoPresets(agent, f"Multi{agent}")
 
 
 def multipath_task_count(num_tasks: int, multipath_tasks: int, multipath_cycles: int) -> int:
@@ -336,7 +284,7 @@ def demo_pace(
 
 
 def plan_line(
-    presets: DemoPresets,
+    preset: str,
     tasks: Sequence[str],
     cycles: int,
     workers: int,
@@ -344,10 +292,13 @@ def plan_line(
     state_dir: str,
 ) -> str:
     """The demo's first line: what it will run, on how many processes, and where."""
-    text = f"demo: {presets.single} on {', '.join(tasks)}, {cycles} cycle(s) each"
+    text = f"demo: {preset} on {', '.join(tasks)}, {cycles} cycle(s) each"
     if MULTIPATH in pace.done:
         stage = pace.stage(MULTIPATH)
-        text += f"; then {presets.multi} on the {stage.units} weakest, {stage.rounds} cycle(s) each"
+        text += (
+            f"; then {multipath_name(preset)} on the {stage.units} weakest, {stage.rounds} "
+            "cycle(s) each"
+        )
     return (
         f"{text} ({pace.total} agent cycles, {workers} at a time); state in {state_dir}; the "
         f"time left shows once the first agent cycle ends"
@@ -410,7 +361,7 @@ def _run_rounds(
 
 
 def _multipath_stage(
-    presets: DemoPresets,
+    preset: str,
     store: SystemStore,
     reports: dict[str, RunReport],
     overrides: Sequence[str],
@@ -429,20 +380,20 @@ def _multipath_stage(
         return {}
     tasks = weakest_tasks(reports, count)
     extra = multipath_overrides(overrides)
-    configs = {t: resolve_config(presets.multi, extra, store, t) for t in tasks}
+    configs = {t: resolve_config(multipath_name(preset), extra, store, t) for t in tasks}
     agents = {
         t: make_agent(
             configs[t], t, store, progress=progress, echo=echo, detail=detail, tracker=tracking
         )
         for t in tasks
     }
-    echo(f"multipath stage: {presets.multi} on {', '.join(tasks)}")
+    echo(f"multipath stage: {multipath_name(preset)} on {', '.join(tasks)}")
     _run_rounds(
         agents, configs, str(store.root), cycles, workers, echo, pace, MULTIPATH, progress, tracking
     )
     comparison = {}
     for task, agent in agents.items():
-        best = store.load(agent.agent_id, [presets.single]).population.get_best_path()
+        best = store.load(agent.agent_id, [preset]).population.get_best_path()
         single = reports[task].best
         comparison[task] = {
             "singlepath": float(single.metrics.get("test_quality", float("nan"))),

@@ -145,7 +145,9 @@ class Settings:
 
     @property
     def multipath_preset(self) -> str:
-        return f"Multi{self.preset}"
+        from munet.config.presets import multipath_name
+
+        return multipath_name(self.preset)
 
     @property
     def root_kind(self) -> str:

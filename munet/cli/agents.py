@@ -340,6 +340,6 @@ def _demo(args: argparse.Namespace) -> int:
         tracking=tracking_settings(args),
         root_kind=args.root,
         detail=detail_of(args),
-        agent=args.agent,
+        preset=args.agent,
     )
     return 0

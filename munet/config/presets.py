@@ -110,6 +110,11 @@ def vit_cpu_hybrid() -> AgentConfig:
 # Hparams every multipath config defines (the seed's `set_multivit_common_config`).
 
 
+def multipath_name(singlepath: str) -> str:
+    """The multipath preset over a singlepath one: ``VitCpu`` -> ``MultiVitCpu``."""
+    return f"Multi{singlepath}"
+
+
 def multipath_config(singlepath: AgentConfig) -> AgentConfig:
     """The multipath preset derived from a singlepath one (the seed's
     ``set_multivit_common_config``): named ``Multi<name>``; no forced mutations; the neutral
@@ -120,7 +125,7 @@ def multipath_config(singlepath: AgentConfig) -> AgentConfig:
     (munet's default: a ``random_init`` root is never a subpath; the seed's rule is True).
     """
     config = copy.deepcopy(singlepath)
-    config.name = f"Multi{singlepath.name}"
+    config.name = multipath_name(singlepath.name)
     config.singlepath_agent = singlepath.name
     config.force_mutations = []
     config.scorer = ScorerConfig(scale_factor=1.0, base_accounted_params=0, base_flops=0)
